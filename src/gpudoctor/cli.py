@@ -1,0 +1,120 @@
+"""The command-line face: parse options, run the doctor, print JSON, Markdown or text, set the exit code.
+
+Exit codes: 0 every probe that ran passed; 1 a probe failed, crashed or timed out; 2 bad input or usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from gpudoctor import __version__
+from gpudoctor.errors import GpuDoctorError
+from gpudoctor.model import Device, ProbeResult
+from gpudoctor.render import safe_text
+
+EXIT_OK = 0
+EXIT_PROBLEM = 1
+EXIT_USAGE = 2
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpudoctor",
+        description="Check whether this GPU custom-op stack (driver, CUDA, torch, MAX, Mojo) works, "
+        "and if not, what breaks. Exit status: 0 healthy, 1 a probe failed, 2 usage error.",
+    )
+    parser.add_argument("--version", action="version", version=f"gpudoctor {__version__}")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print one JSON document (for CI)")
+    output.add_argument("--markdown", action="store_true", help="print a Markdown report for a bug report")
+    parser.add_argument("--python", metavar="PATH", help="the interpreter to examine (default: this one)")
+    parser.add_argument("--no-probes", action="store_true", help="inventory only: run no probe")
+    parser.add_argument("--only", metavar="ID", action="append", help="run only this probe (and what it needs)")
+    parser.add_argument("--device", choices=[d.value for d in (Device.CPU, Device.CUDA)], action="append",
+                        help="run only the variants for this device")
+    parser.add_argument("--jobs", "-j", type=_positive_int, default=2, help="probes run at once (default 2)")
+    parser.add_argument("--timeout", type=_positive_float, metavar="S", help="override every probe's timeout")
+    parser.add_argument("--probes", type=Path, metavar="DIR", help="a folder of probes with its catalog.toml")
+    parser.add_argument("--list", action="store_true", help="list the probes and exit")
+    return parser
+
+
+def _progress(result: ProbeResult) -> None:
+    sys.stderr.write(f"  {result.outcome.value:<8} {result.id} ({result.duration_s:.1f} s)\n")
+    sys.stderr.flush()
+
+
+def _list_probes(probe_dir: Path | None) -> int:
+    from gpudoctor.catalog import default_probe_dir, load_catalog
+
+    for spec in load_catalog(probe_dir or default_probe_dir()):
+        devices = ",".join(d.value for d in spec.devices)
+        after = f" after {','.join(spec.after)}" if spec.after else ""
+        print(f"{spec.id:<28} stage {spec.stage}  [{devices}]{after}  {spec.title}")
+    return EXIT_OK
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    options = build_parser().parse_args(argv)
+    if options.list:
+        return _list_probes(options.probes)
+
+    from gpudoctor.doctor import DoctorOptions, diagnose
+
+    doctor_options = DoctorOptions(
+        python=options.python,
+        probe_dir=options.probes,
+        only=tuple(options.only) if options.only else None,
+        devices=tuple(Device(d) for d in options.device) if options.device else None,
+        jobs=options.jobs,
+        timeout_s=options.timeout,
+        run_probes=not options.no_probes,
+    )
+    quiet = options.json or options.markdown or not sys.stderr.isatty()
+    report = diagnose(doctor_options, on_result=None if quiet else _progress)
+    if options.json:
+        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+    elif options.markdown:
+        from gpudoctor.render import to_markdown
+
+        sys.stdout.write(to_markdown(report))
+    else:
+        from gpudoctor.render import to_text
+
+        sys.stdout.write(to_text(report))
+    return report.exit_code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return run(argv)
+    except GpuDoctorError as error:
+        sys.stderr.write(safe_text(error.one_line()) + "\n")
+        return error.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("gpudoctor: interrupted\n")
+        return 130

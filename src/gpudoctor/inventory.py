@@ -1,0 +1,179 @@
+"""Facts about the stack without side effects on it: NVML, package metadata, the platform, env vars.
+
+Package versions describe the interpreter the probes will run in; for another interpreter than the
+doctor's own they are read there by a small metadata-only script (it imports neither torch nor MAX).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from gpudoctor.errors import GpuDoctorError
+from gpudoctor.model import Environment, Platform
+from gpudoctor.nvml import query_driver
+from gpudoctor.redact import redact_text
+
+# Distribution names, as pip knows them, whose versions decide whether a custom op works.
+PACKAGES: tuple[str, ...] = (
+    "torch",
+    "max",
+    "max-core",
+    "mojo-compiler",
+    "mojo",
+    "cuda-core",
+    "cuda-bindings",
+    "cuda-python",
+    "cffi",
+    "numpy",
+    "triton",
+    "nvidia-ml-py",
+)
+
+# Environment variables that change what CUDA, torch or MAX do.
+ENV_VARS: tuple[str, ...] = (
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "CUDA_LAUNCH_BLOCKING",
+    "CUDA_MODULE_LOADING",
+    "LD_LIBRARY_PATH",
+    "LD_PRELOAD",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "MODULAR_HOME",
+    "MODULAR_CACHE_DIR",
+    "MOJO_PYTHON_LIBRARY",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "TORCH_CUDA_ARCH_LIST",
+    "TORCHINDUCTOR_CACHE_DIR",
+    "XDG_CACHE_HOME",
+)
+
+# Runs inside the examined interpreter: metadata only, compatible with old Pythons, prints one JSON line.
+_REMOTE_SNIPPET = """
+import json, platform, sys
+try:
+    from importlib import metadata
+except ImportError:
+    metadata = None
+names = json.loads(sys.argv[1])
+versions = {}
+for name in names:
+    try:
+        versions[name] = metadata.version(name) if metadata else None
+    except Exception:
+        versions[name] = None
+print(json.dumps({
+    "python": platform.python_version(),
+    "implementation": platform.python_implementation(),
+    "prefix": sys.prefix,
+    "packages": versions,
+}))
+"""
+
+
+def _local_packages(names: tuple[str, ...]) -> dict[str, str | None]:
+    from importlib import metadata
+
+    versions: dict[str, str | None] = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def _remote_facts(python: str) -> dict[str, object]:
+    """Python version and package versions as the interpreter at ``python`` sees them."""
+    try:
+        completed = subprocess.run(
+            [python, "-c", _REMOTE_SNIPPET, json.dumps(PACKAGES)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise GpuDoctorError(
+            f"cannot run the interpreter {python!r}: {error}", hint="pass --python a working Python"
+        ) from error
+    if completed.returncode != 0:
+        last = (completed.stderr.strip().splitlines() or ["no output"])[-1]
+        raise GpuDoctorError(f"the interpreter {python!r} failed to start: {last}")
+    facts: dict[str, object] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return facts
+
+
+def _os_release() -> str | None:
+    try:
+        info = platform.freedesktop_os_release()
+    except OSError:
+        return None
+    return info.get("PRETTY_NAME") or info.get("NAME")
+
+
+def _libc() -> str | None:
+    name, version = platform.libc_ver()
+    return f"{name} {version}" if name else None
+
+
+def is_own_interpreter(python: str) -> bool:
+    try:
+        return Path(python).resolve() == Path(sys.executable).resolve() and Path(python).parent == Path(
+            sys.executable
+        ).parent
+    except OSError:
+        return False
+
+
+def find_mojo_cli(python: str) -> str | None:
+    """A `mojo` executable beside the examined interpreter (a venv's bin/) or on PATH."""
+    beside = Path(python).parent / "mojo"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("mojo")
+
+
+def collect_environment(python: str | None = None) -> Environment:
+    """The inventory of this machine and of the interpreter ``python`` (default: the doctor's own)."""
+    python = python or sys.executable
+    if is_own_interpreter(python):
+        packages = _local_packages(PACKAGES)
+        python_version = platform.python_version()
+        implementation = platform.python_implementation()
+    else:
+        facts = _remote_facts(python)
+        raw = facts["packages"]
+        assert isinstance(raw, dict)
+        packages = {str(k): (None if v is None else str(v)) for k, v in raw.items()}
+        python_version = str(facts["python"])
+        implementation = str(facts["implementation"])
+    host = Platform(
+        python=python_version,
+        python_implementation=implementation,
+        os=platform.system(),
+        os_release=_os_release(),
+        kernel=platform.release() or None,
+        libc=_libc(),
+        machine=platform.machine(),
+    )
+    env_vars = {name: redact_text(os.environ[name]) for name in ENV_VARS if name in os.environ}
+    mojo = find_mojo_cli(python)
+    return Environment(
+        platform=host,
+        driver=query_driver(),
+        packages=packages,
+        env_vars=env_vars,
+        python_executable=redact_text(python),
+        mojo_cli=None if mojo is None else redact_text(mojo),
+    )

@@ -1,0 +1,78 @@
+"""The NVIDIA driver and its GPUs through NVML (nvidia-ml-py), without initialising CUDA.
+
+Every NVML call that can fail (NotSupported, NoPermission, MIG, no driver) leaves its field as None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from gpudoctor.model import Driver, Gpu
+
+T = TypeVar("T")
+
+NO_DRIVER = "no NVIDIA driver"
+
+
+def _optional(call: Callable[[], T]) -> T | None:
+    """Run one NVML query; any NVML error means "this field is not available here"."""
+    import pynvml
+
+    try:
+        return call()
+    except pynvml.NVMLError:
+        return None
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _cuda_version(encoded: int) -> str:
+    """NVML encodes CUDA versions as 1000 * major + 10 * minor (13000 -> "13.0")."""
+    return f"{encoded // 1000}.{(encoded % 1000) // 10}"
+
+
+def _gpu(pynvml: Any, index: int) -> Gpu:
+    handle = _optional(lambda: pynvml.nvmlDeviceGetHandleByIndex(index))
+    if handle is None:
+        return Gpu(index=index)
+    name = _optional(lambda: _text(pynvml.nvmlDeviceGetName(handle)))
+    cc = _optional(lambda: pynvml.nvmlDeviceGetCudaComputeCapability(handle))
+    memory = _optional(lambda: pynvml.nvmlDeviceGetMemoryInfo(handle))
+    mig = _optional(lambda: pynvml.nvmlDeviceGetMigMode(handle))
+    return Gpu(
+        index=index,
+        name=name,
+        compute_capability=None if cc is None else f"{cc[0]}.{cc[1]}",
+        memory_total_mib=None if memory is None else int(memory.total) // (1024 * 1024),
+        mig_mode=None if mig is None else bool(mig[0]),
+    )
+
+
+def query_driver() -> Driver:
+    """What NVML says about the driver; never raises."""
+    try:
+        import pynvml
+    except ImportError:
+        return Driver(status="nvidia-ml-py is not installed")
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError_LibraryNotFound:
+        return Driver(status=NO_DRIVER)
+    except pynvml.NVMLError as error:
+        return Driver(status=f"NVML error: {error}")
+    try:
+        version = _optional(lambda: _text(pynvml.nvmlSystemGetDriverVersion()))
+        cuda = _optional(pynvml.nvmlSystemGetCudaDriverVersion_v2)
+        count = _optional(pynvml.nvmlDeviceGetCount) or 0
+        gpus = tuple(_gpu(pynvml, i) for i in range(count))
+    finally:
+        _optional(pynvml.nvmlShutdown)
+    return Driver(
+        status="ok",
+        version=version,
+        cuda_driver_version=None if cuda is None else _cuda_version(int(cuda)),
+        gpus=gpus,
+    )

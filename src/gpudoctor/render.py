@@ -1,0 +1,128 @@
+"""Render a Report as Markdown (to paste into a bug report) or as plain text (a terminal or a pipe).
+
+Text from probes is untrusted: control characters are made visible, never sent to the terminal raw.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpudoctor.model import Environment, Outcome, ProbeResult, Report
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_MARKS = {
+    Outcome.PASS: "pass",
+    Outcome.FAIL: "FAIL",
+    Outcome.CRASH: "CRASH",
+    Outcome.TIMEOUT: "TIMEOUT",
+    Outcome.SKIPPED: "skipped",
+}
+_TAIL_LINES = 30
+
+
+def safe_text(text: str) -> str:
+    """Escape sequences and other control characters become visible (``\\x1b``) instead of acting."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _cell(text: object) -> str:
+    return safe_text(str(text)).replace("|", "\\|").replace("\n", " ")
+
+
+def _fence(text: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{safe_text(text).rstrip()}\n{fence}"
+
+
+def _tail(text: str, lines: int = _TAIL_LINES) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def environment_rows(environment: Environment) -> list[tuple[str, str]]:
+    """The environment as (label, value) pairs, in the order a reader wants them."""
+    driver = environment.driver
+    rows: list[tuple[str, str]] = [("NVIDIA driver", driver.version or driver.status)]
+    if driver.available:
+        rows.append(("CUDA driver", driver.cuda_driver_version or "N/A"))
+        if not driver.gpus:
+            rows.append(("GPUs", "none"))
+        for gpu in driver.gpus:
+            facts = [f"sm_{gpu.compute_capability.replace('.', '')}" if gpu.compute_capability else "cc N/A"]
+            if gpu.memory_total_mib is not None:
+                facts.append(f"{gpu.memory_total_mib} MiB")
+            if gpu.mig_mode:
+                facts.append("MIG on")
+            rows.append((f"GPU {gpu.index}", f"{gpu.name or 'N/A'} ({', '.join(facts)})"))
+    platform = environment.platform
+    rows.append(("Python", f"{platform.python} ({platform.python_implementation}) {environment.python_executable}"))
+    rows.append(("OS", " ".join(filter(None, [platform.os_release or platform.os, platform.machine]))))
+    rows.append(("kernel / libc", f"{platform.kernel or 'N/A'} / {platform.libc or 'N/A'}"))
+    for name, version in environment.packages.items():
+        rows.append((name, version or "not installed"))
+    if environment.mojo_cli:
+        rows.append(("mojo CLI", environment.mojo_cli))
+    for name, value in environment.env_vars.items():
+        rows.append((f"${name}", value))
+    return rows
+
+
+def _problem_details_markdown(result: ProbeResult) -> list[str]:
+    lines = [f"### {result.id}: {_MARKS[result.outcome]}", "", safe_text(result.summary), ""]
+    lines += ["Reproduce:", "", _fence(result.command), ""]
+    if result.frames:
+        frames = "\n".join(
+            f"[{f.thread or 'main'}] {f.file}:{f.line if f.line is not None else '?'} in {f.function}"
+            for f in result.frames
+        )
+        lines += ["Python frames (innermost first):", "", _fence(frames), ""]
+    if result.stderr_tail.strip():
+        lines += ["<details><summary>stderr (tail)</summary>", "", _fence(_tail(result.stderr_tail)), "", "</details>", ""]
+    return lines
+
+
+def to_markdown(report: Report) -> str:
+    """A report fit to paste into a bug report: environment, outcomes, and the details of every problem."""
+    lines = [f"## gpudoctor {report.doctor_version} report ({report.created})", "", "| | |", "| --- | --- |"]
+    lines += [f"| {_cell(label)} | {_cell(value)} |" for label, value in environment_rows(report.environment)]
+    lines.append("")
+    if report.results:
+        lines += ["| probe | outcome | time | summary |", "| --- | --- | --- | --- |"]
+        lines += [
+            f"| {_cell(r.id)} | {_MARKS[r.outcome]} | {r.duration_s:.1f} s | {_cell(r.summary)} |" for r in report.results
+        ]
+        lines.append("")
+    else:
+        lines += ["No probes ran (inventory only).", ""]
+    for finding in report.findings:
+        lines += [f"### Known issue: {_cell(finding.title)}", "", safe_text(finding.explanation), "",
+                  f"Fix: {safe_text(finding.fix)}", ""]
+    for result in report.results:
+        if result.outcome.is_problem:
+            lines += _problem_details_markdown(result)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def to_text(report: Report) -> str:
+    """Plain text for a terminal that is not interactive or a pipe."""
+    rows = environment_rows(report.environment)
+    width = max(len(label) for label, _ in rows)
+    lines = [f"gpudoctor {report.doctor_version}", ""]
+    lines += [f"  {label.ljust(width)}  {safe_text(value)}" for label, value in rows]
+    lines.append("")
+    if report.results:
+        id_width = max(len(r.id) for r in report.results)
+        for result in report.results:
+            lines.append(
+                f"  {_MARKS[result.outcome]:<8} {result.id.ljust(id_width)}  {result.duration_s:6.1f} s  "
+                f"{safe_text(result.summary)}"
+            )
+            if result.outcome.is_problem:
+                lines.append(f"  {'':<8} {'':<{id_width}}  reproduce: {safe_text(result.command)}")
+    else:
+        lines.append("  no probes ran (inventory only)")
+    for finding in report.findings:
+        lines += ["", f"  known issue: {safe_text(finding.title)}", f"    fix: {safe_text(finding.fix)}"]
+    problems = sum(r.outcome.is_problem for r in report.results)
+    lines += ["", f"  {len(report.results)} probe runs, {problems} with problems"]
+    return "\n".join(lines) + "\n"

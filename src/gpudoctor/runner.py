@@ -1,0 +1,276 @@
+"""Run one probe script in a fresh interpreter and turn whatever happens into a ProbeResult.
+
+Own process group, stdin closed, a timeout that kills the whole group, bounded capture of stdout and
+stderr, and the structured result read from a side-channel file. Nothing a probe does raises here.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shlex
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from gpudoctor.crashinfo import faulthandler_frames, fatal_error, signal_name, traceback_tail
+from gpudoctor.model import Device, Frame, Outcome, ProbeResult, ProbeSpec
+from gpudoctor.redact import redact_text, redact_tree
+
+RESULT_FILE_ENV = "GPUDOCTOR_RESULT_FILE"
+CAPTURE_LIMIT = 64 * 1024  # bytes kept from the end of each of stdout and stderr
+_DUMP_GRACE_S = 1.0
+
+
+class _TailReader(threading.Thread):
+    """Drains a pipe to its end, keeping only the last ``limit`` bytes, so a chatty probe never blocks."""
+
+    def __init__(self, stream: IO[bytes], limit: int) -> None:
+        super().__init__(daemon=True)
+        self._stream = stream
+        self._limit = limit
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._size = 0
+        self.total = 0
+
+    def run(self) -> None:
+        while chunk := os.read(self._stream.fileno(), 65536):
+            self.total += len(chunk)
+            self._chunks.append(chunk)
+            self._size += len(chunk)
+            while self._size - len(self._chunks[0]) >= self._limit:
+                self._size -= len(self._chunks.popleft())
+        self._stream.close()
+
+    def text(self) -> str:
+        data = b"".join(self._chunks)[-self._limit :]
+        # Probes may print anything, invalid UTF-8 included; keep it readable rather than fail.
+        text = data.decode("utf-8", errors="replace")
+        if self.total > len(data):
+            text = f"[... {self.total - len(data)} earlier bytes dropped ...]\n" + text
+        return text
+
+
+@dataclass(frozen=True)
+class ProbeInvocation:
+    """How to start one probe variant: which interpreter, script, device and environment."""
+
+    spec: ProbeSpec
+    device: Device
+    python: str
+    probe_dir: Path
+    timeout_s: float
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str:
+        return self.spec.run_id(self.device)
+
+    def argv(self) -> list[str]:
+        argv = [self.python, "-X", "faulthandler", str(self.probe_dir / self.spec.script)]
+        if self.device is not Device.NONE:
+            argv += ["--device", self.device.value]
+        return argv + list(self.spec.args)
+
+    def reproduce_command(self) -> str:
+        """The command a user types to run this probe by hand (private paths redacted)."""
+        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.extra_env.items()))
+        command = shlex.join(self.argv())
+        return redact_text(f"{prefix} {command}" if prefix else command)
+
+
+def _read_events(path: Path) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return events
+    for line in text.splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short by a crash
+        if isinstance(event, dict):
+            events.append(event)
+    return events
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def skipped_result(invocation: ProbeInvocation, reason: str) -> ProbeResult:
+    return ProbeResult(
+        id=invocation.run_id,
+        probe=invocation.spec.id,
+        device=invocation.device,
+        outcome=Outcome.SKIPPED,
+        duration_s=0.0,
+        command=invocation.reproduce_command(),
+        summary=f"skipped: {reason}",
+        skip_reason=reason,
+    )
+
+
+def run_probe(invocation: ProbeInvocation) -> ProbeResult:
+    """Start the probe, wait for it within its timeout, and classify what happened."""
+    with tempfile.TemporaryDirectory(prefix="gpudoctor-") as scratch:
+        result_file = Path(scratch) / "result.jsonl"
+        env = dict(os.environ)
+        env.update(invocation.extra_env)
+        env[RESULT_FILE_ENV] = str(result_file)
+        env["PYTHONFAULTHANDLER"] = "1"
+        env["PYTHONUNBUFFERED"] = "1"
+        started = time.monotonic()
+        try:
+            process = subprocess.Popen(
+                invocation.argv(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=scratch,
+                start_new_session=True,  # own session and process group: the timeout kills grandchildren too
+            )
+        except OSError as error:
+            return ProbeResult(
+                id=invocation.run_id,
+                probe=invocation.spec.id,
+                device=invocation.device,
+                outcome=Outcome.FAIL,
+                duration_s=time.monotonic() - started,
+                command=invocation.reproduce_command(),
+                summary=f"could not start the probe: {error}",
+                exception_type=type(error).__name__,
+                message=redact_text(str(error)),
+            )
+        assert process.stdout is not None and process.stderr is not None
+        readers = [_TailReader(process.stdout, CAPTURE_LIMIT), _TailReader(process.stderr, CAPTURE_LIMIT)]
+        for reader in readers:
+            reader.start()
+        timed_out = False
+        try:
+            returncode = process.wait(timeout=invocation.timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            # The probe harness registers faulthandler on SIGUSR1: ask it where every thread hangs first.
+            try:
+                os.kill(process.pid, signal.SIGUSR1)
+                process.wait(timeout=_DUMP_GRACE_S)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
+            _kill_group(process.pid, signal.SIGKILL)
+            returncode = process.wait()
+        duration = time.monotonic() - started
+        # Whatever the probe left behind in its group (a hung grandchild) goes too, or the pipes never close.
+        _kill_group(process.pid, signal.SIGKILL)
+        for reader in readers:
+            reader.join(timeout=5)
+        events = _read_events(result_file)
+    return classify(
+        invocation,
+        returncode=returncode,
+        timed_out=timed_out,
+        duration_s=duration,
+        events=events,
+        stdout=readers[0].text(),
+        stderr=readers[1].text(),
+    )
+
+
+def classify(
+    invocation: ProbeInvocation,
+    *,
+    returncode: int,
+    timed_out: bool,
+    duration_s: float,
+    events: list[dict[str, Any]],
+    stdout: str,
+    stderr: str,
+) -> ProbeResult:
+    """Decide the outcome from exit status, the side-channel events and the captured output."""
+    reported = next((e for e in reversed(events) if e.get("event") == "result"), None)
+    steps = [str(e.get("name")) for e in events if e.get("event") == "step"]
+    last_step = steps[-1] if steps else None
+    details = reported.get("details", {}) if reported else {}
+    common: dict[str, Any] = {
+        "id": invocation.run_id,
+        "probe": invocation.spec.id,
+        "device": invocation.device,
+        "duration_s": duration_s,
+        "command": invocation.reproduce_command(),
+        "exit_code": returncode,
+        "last_step": redact_text(last_step) if last_step else None,
+        "details": redact_tree(details if isinstance(details, dict) else {}),
+        "stdout_tail": redact_text(stdout),
+        "stderr_tail": redact_text(stderr),
+    }
+    frames: tuple[Frame, ...] = tuple(
+        Frame(redact_text(f.file), f.line, f.function, f.thread) for f in faulthandler_frames(stderr)
+    )
+
+    if timed_out:
+        where = f" during '{last_step}'" if last_step else ""
+        return ProbeResult(
+            outcome=Outcome.TIMEOUT,
+            summary=f"no answer after {invocation.timeout_s:g} s{where}; the process group was killed",
+            frames=frames,
+            **common,
+        )
+    if returncode < 0:
+        name = signal_name(-returncode)
+        headline = fatal_error(stderr)
+        after_result = reported is not None and last_step == "interpreter shutdown"
+        where = "at interpreter exit, after the probe reported" if after_result else (
+            f"during '{last_step}'" if last_step else "before the probe reported any step"
+        )
+        summary = f"killed by {name} {where}" + (f" ({headline})" if headline else "")
+        return ProbeResult(outcome=Outcome.CRASH, signal=name, summary=redact_text(summary), frames=frames, **common)
+    if reported is not None:
+        status = reported.get("status")
+        if status == "pass" and returncode == 0:
+            return ProbeResult(outcome=Outcome.PASS, summary=redact_text(str(reported.get("summary", "ok"))), **common)
+        if status == "skip":
+            reason = redact_text(str(reported.get("skip_reason") or reported.get("summary") or "skipped"))
+            return ProbeResult(outcome=Outcome.SKIPPED, summary=f"skipped: {reason}", skip_reason=reason, **common)
+        if status == "fail":
+            _, _, tb_frames = traceback_tail(str(reported.get("traceback", "")))
+            return ProbeResult(
+                outcome=Outcome.FAIL,
+                summary=redact_text(str(reported.get("summary", "failed"))),
+                exception_type=reported.get("exception_type"),
+                message=redact_text(str(reported.get("message", ""))),
+                frames=tuple(Frame(redact_text(f.file), f.line, f.function) for f in tb_frames),
+                **common,
+            )
+    # No usable result: the process died on its own terms (sys.exit, os._exit, an uncaught error).
+    exc_type, message, tb_frames = traceback_tail(stderr)
+    if exc_type:
+        summary = f"exited with status {returncode}: {exc_type}: {message or ''}".rstrip(": ")
+    elif reported is not None:
+        summary = f"reported '{reported.get('status')}' but exited with status {returncode}"
+    else:
+        summary = f"exited with status {returncode} without reporting a result"
+        if last_step:
+            summary += f" (last step: '{last_step}')"
+        last_line = next((line for line in reversed(stderr.splitlines()) if line.strip()), None)
+        if last_line:
+            summary += f": {last_line.strip()[:300]}"
+    return ProbeResult(
+        outcome=Outcome.FAIL,
+        summary=redact_text(summary),
+        exception_type=exc_type,
+        message=redact_text(message) if message else None,
+        frames=tuple(Frame(redact_text(f.file), f.line, f.function) for f in tb_frames),
+        **common,
+    )

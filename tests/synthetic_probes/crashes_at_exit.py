@@ -1,0 +1,16 @@
+"""Reports a pass, then segfaults during interpreter teardown (an atexit handler)."""
+import _use_harness  # noqa: F401
+import atexit
+import ctypes
+
+from _harness import run_probe
+
+atexit.register(lambda: ctypes.string_at(0))
+
+
+def main(ctx):
+    ctx.step("do the work")
+    return "work done"
+
+
+run_probe("crashes_at_exit", main, devices=())
