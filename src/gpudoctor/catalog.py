@@ -5,9 +5,10 @@ Read from ``catalog.toml`` beside the scripts; a malformed entry is an error nam
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Device, ProbeSpec

@@ -54,8 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--python", metavar="PATH", help="the interpreter to examine (default: this one)")
     parser.add_argument("--no-probes", action="store_true", help="inventory only: run no probe")
     parser.add_argument("--only", metavar="ID", action="append", help="run only this probe (and what it needs)")
-    parser.add_argument("--device", choices=[d.value for d in (Device.CPU, Device.CUDA)], action="append",
-                        help="run only the variants for this device")
+    parser.add_argument(
+        "--device",
+        choices=[d.value for d in (Device.CPU, Device.CUDA)],
+        action="append",
+        help="run only the variants for this device",
+    )
     parser.add_argument("--jobs", "-j", type=_positive_int, default=2, help="probes run at once (default 2)")
     parser.add_argument("--timeout", type=_positive_float, metavar="S", help="override every probe's timeout")
     parser.add_argument("--probes", type=Path, metavar="DIR", help="a folder of probes with its catalog.toml")

@@ -13,7 +13,9 @@ from gpudoctor.model import Frame
 _THREAD_HEADER = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)[^\n]*\(most recent call first\):\s*$")
 _FAULT_FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<function>.+?)\s*$')
 _TRACEBACK_FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+), in (?P<function>.+?)\s*$')
-_EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault))(?::\s?(?P<message>.*))?$")
+_EXCEPTION_LINE = re.compile(
+    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault))(?::\s?(?P<message>.*))?$"
+)
 
 
 def signal_name(number: int) -> str:
@@ -68,8 +70,9 @@ def faulthandler_frames(stderr: str) -> tuple[Frame, ...]:
 def traceback_tail(stderr: str) -> tuple[str | None, str | None, tuple[Frame, ...]]:
     """Exception type, message and frames (innermost first) of the last Python traceback in ``stderr``."""
     lines = stderr.splitlines()
-    start = max((i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")),
-                default=None)
+    start = max(
+        (i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")), default=None
+    )
     if start is None:
         return None, None, ()
     frames: list[Frame] = []

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime
 import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +16,7 @@ from gpudoctor import __version__
 from gpudoctor.catalog import default_probe_dir, load_catalog
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.inventory import collect_environment
-from gpudoctor.model import Device, Environment, ProbeResult, Report
+from gpudoctor.model import Device, Environment, ProbeResult, ProbeSpec, Report
 from gpudoctor.suite import PlannedRun, ResultCallback, StartCallback, plan_runs, run_plan
 
 
@@ -52,17 +52,20 @@ def make_report(environment: Environment, results: Iterable[ProbeResult] = ()) -
     )
 
 
-def plan(options: DoctorOptions, environment: Environment) -> list[PlannedRun]:
-    probe_dir = (options.probe_dir or default_probe_dir()).absolute()
+def plan(options: DoctorOptions, environment: Environment, specs: Sequence[ProbeSpec]) -> list[PlannedRun]:
     return plan_runs(
-        load_catalog(probe_dir),
+        specs,
         environment,
         python=resolve_python(options.python),
-        probe_dir=probe_dir,
+        probe_dir=probe_directory(options),
         only=options.only,
         devices=options.devices,
         timeout_s=options.timeout_s,
     )
+
+
+def probe_directory(options: DoctorOptions) -> Path:
+    return (options.probe_dir or default_probe_dir()).absolute()
 
 
 def diagnose(
@@ -73,8 +76,9 @@ def diagnose(
 ) -> Report:
     """Run the whole pipeline and return the report."""
     python = resolve_python(options.python)
-    environment = collect_environment(python)
     if not options.run_probes:
-        return make_report(environment)
-    results = run_plan(plan(options, environment), jobs=options.jobs, on_start=on_start, on_result=on_result)
+        return make_report(collect_environment(python))
+    specs = load_catalog(probe_directory(options))
+    environment = collect_environment(python, extra_packages=(n for s in specs for n in s.needs_packages))
+    results = run_plan(plan(options, environment, specs), jobs=options.jobs, on_start=on_start, on_result=on_result)
     return make_report(environment, results)

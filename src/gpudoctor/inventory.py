@@ -12,6 +12,7 @@ import platform
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from gpudoctor.errors import GpuDoctorError
@@ -92,11 +93,11 @@ def _local_packages(names: tuple[str, ...]) -> dict[str, str | None]:
     return versions
 
 
-def _remote_facts(python: str) -> dict[str, object]:
+def _remote_facts(python: str, names: tuple[str, ...]) -> dict[str, object]:
     """Python version and package versions as the interpreter at ``python`` sees them."""
     try:
         completed = subprocess.run(
-            [python, "-c", _REMOTE_SNIPPET, json.dumps(PACKAGES)],
+            [python, "-c", _REMOTE_SNIPPET, json.dumps(names)],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -129,9 +130,10 @@ def _libc() -> str | None:
 
 def is_own_interpreter(python: str) -> bool:
     try:
-        return Path(python).resolve() == Path(sys.executable).resolve() and Path(python).parent == Path(
-            sys.executable
-        ).parent
+        return (
+            Path(python).resolve() == Path(sys.executable).resolve()
+            and Path(python).parent == Path(sys.executable).parent
+        )
     except OSError:
         return False
 
@@ -144,15 +146,19 @@ def find_mojo_cli(python: str) -> str | None:
     return shutil.which("mojo")
 
 
-def collect_environment(python: str | None = None) -> Environment:
-    """The inventory of this machine and of the interpreter ``python`` (default: the doctor's own)."""
+def collect_environment(python: str | None = None, extra_packages: Iterable[str] = ()) -> Environment:
+    """The inventory of this machine and of the interpreter ``python`` (default: the doctor's own).
+
+    ``extra_packages`` adds distributions to look up beyond PACKAGES (what the probe catalog needs).
+    """
     python = python or sys.executable
+    names = PACKAGES + tuple(n for n in dict.fromkeys(extra_packages) if n not in PACKAGES)
     if is_own_interpreter(python):
-        packages = _local_packages(PACKAGES)
+        packages = _local_packages(names)
         python_version = platform.python_version()
         implementation = platform.python_implementation()
     else:
-        facts = _remote_facts(python)
+        facts = _remote_facts(python, names)
         raw = facts["packages"]
         assert isinstance(raw, dict)
         packages = {str(k): (None if v is None else str(v)) for k, v in raw.items()}

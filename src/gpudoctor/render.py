@@ -77,7 +77,14 @@ def _problem_details_markdown(result: ProbeResult) -> list[str]:
         )
         lines += ["Python frames (innermost first):", "", _fence(frames), ""]
     if result.stderr_tail.strip():
-        lines += ["<details><summary>stderr (tail)</summary>", "", _fence(_tail(result.stderr_tail)), "", "</details>", ""]
+        lines += [
+            "<details><summary>stderr (tail)</summary>",
+            "",
+            _fence(_tail(result.stderr_tail)),
+            "",
+            "</details>",
+            "",
+        ]
     return lines
 
 
@@ -89,14 +96,21 @@ def to_markdown(report: Report) -> str:
     if report.results:
         lines += ["| probe | outcome | time | summary |", "| --- | --- | --- | --- |"]
         lines += [
-            f"| {_cell(r.id)} | {_MARKS[r.outcome]} | {r.duration_s:.1f} s | {_cell(r.summary)} |" for r in report.results
+            f"| {_cell(r.id)} | {_MARKS[r.outcome]} | {r.duration_s:.1f} s | {_cell(r.summary)} |"
+            for r in report.results
         ]
         lines.append("")
     else:
         lines += ["No probes ran (inventory only).", ""]
     for finding in report.findings:
-        lines += [f"### Known issue: {_cell(finding.title)}", "", safe_text(finding.explanation), "",
-                  f"Fix: {safe_text(finding.fix)}", ""]
+        lines += [
+            f"### Known issue: {_cell(finding.title)}",
+            "",
+            safe_text(finding.explanation),
+            "",
+            f"Fix: {safe_text(finding.fix)}",
+            "",
+        ]
     for result in report.results:
         if result.outcome.is_problem:
             lines += _problem_details_markdown(result)

@@ -7,6 +7,7 @@ stderr, and the structured result read from a side-channel file. Nothing a probe
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import shlex
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from gpudoctor.crashinfo import faulthandler_frames, fatal_error, signal_name, traceback_tail
+from gpudoctor.crashinfo import fatal_error, faulthandler_frames, signal_name, traceback_tail
 from gpudoctor.model import Device, Frame, Outcome, ProbeResult, ProbeSpec
 from gpudoctor.redact import redact_text, redact_tree
 
@@ -103,10 +104,8 @@ def _read_events(path: Path) -> list[dict[str, Any]]:
 
 
 def _kill_group(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def skipped_result(invocation: ProbeInvocation, reason: str) -> ProbeResult:
@@ -231,8 +230,10 @@ def classify(
         name = signal_name(-returncode)
         headline = fatal_error(stderr)
         after_result = reported is not None and last_step == "interpreter shutdown"
-        where = "at interpreter exit, after the probe reported" if after_result else (
-            f"during '{last_step}'" if last_step else "before the probe reported any step"
+        where = (
+            "at interpreter exit, after the probe reported"
+            if after_result
+            else (f"during '{last_step}'" if last_step else "before the probe reported any step")
         )
         summary = f"killed by {name} {where}" + (f" ({headline})" if headline else "")
         return ProbeResult(outcome=Outcome.CRASH, signal=name, summary=redact_text(summary), frames=frames, **common)

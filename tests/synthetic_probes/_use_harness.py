@@ -1,4 +1,5 @@
 """Makes the project's real probe harness importable from the synthetic probes."""
+
 import os
 import sys
 

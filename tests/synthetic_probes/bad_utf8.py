@@ -1,7 +1,8 @@
 """Prints bytes that are not UTF-8, and a terminal escape sequence, then passes."""
-import _use_harness  # noqa: F401
+
 import os
 
+import _use_harness  # noqa: F401
 from _harness import run_probe
 
 

@@ -1,8 +1,9 @@
 """Reports a pass, then segfaults during interpreter teardown (an atexit handler)."""
-import _use_harness  # noqa: F401
+
 import atexit
 import ctypes
 
+import _use_harness  # noqa: F401
 from _harness import run_probe
 
 atexit.register(lambda: ctypes.string_at(0))

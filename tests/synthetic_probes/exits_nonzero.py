@@ -1,7 +1,8 @@
 """Leaves through os._exit without reporting, as a library calling exit() deep inside would."""
-import _use_harness  # noqa: F401
+
 import os
 
+import _use_harness  # noqa: F401
 from _harness import run_probe
 
 

@@ -1,7 +1,8 @@
 """Writes 10 MB to stdout and to stderr before passing."""
-import _use_harness  # noqa: F401
+
 import sys
 
+import _use_harness  # noqa: F401
 from _harness import run_probe
 
 

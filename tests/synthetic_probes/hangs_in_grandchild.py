@@ -1,10 +1,11 @@
 """Starts a grandchild that would outlive everyone, then hangs; the runner must kill both."""
-import _use_harness  # noqa: F401
+
 import os
 import subprocess
 import sys
 import time
 
+import _use_harness  # noqa: F401
 from _harness import run_probe
 
 

@@ -1,6 +1,6 @@
-import _use_harness  # noqa: F401
 import ctypes
 
+import _use_harness  # noqa: F401
 from _harness import run_probe
 
 

@@ -1,8 +1,9 @@
 """Crashes in a worker thread while the main thread waits, like seed 000's stack in MAX."""
-import _use_harness  # noqa: F401
+
 import concurrent.futures
 import ctypes
 
+import _use_harness  # noqa: F401
 from _harness import run_probe
 
 

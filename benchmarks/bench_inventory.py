@@ -1,0 +1,58 @@
+"""Wall time of an inventory-only run (`gpudoctor --json --no-probes`), median of several runs.
+
+Usage: python benchmarks/bench_inventory.py [--runs N]
+Also runs `python -m torch.utils.collect_env` (when torch is installed) for comparison: the doctor
+answers the same question without importing torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def wall(argv: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - started
+
+
+def measure(argv: list[str], runs: int) -> tuple[float, float, float]:
+    wall(argv)  # one warm-up so the page cache is the same for every run
+    samples = [wall(argv) for _ in range(runs)]
+    return statistics.median(samples), min(samples), max(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=7)
+    options = parser.parse_args()
+    # The console script a user runs, beside this interpreter (a venv's bin/), else on PATH.
+    beside = Path(sys.executable).parent / "gpudoctor"
+    doctor = str(beside) if beside.exists() else shutil.which("gpudoctor")
+    argv = [doctor] if doctor else [sys.executable, "-m", "gpudoctor"]
+    rows = [("gpudoctor --json --no-probes", [*argv, "--json", "--no-probes"])]
+    if importlib.util.find_spec("torch") is not None:
+        rows.append(("python -m torch.utils.collect_env", [sys.executable, "-m", "torch.utils.collect_env"]))
+    results = {}
+    print(f"{'command':<36} {'median':>8} {'min':>8} {'max':>8}   ({options.runs} runs)")
+    for label, argv in rows:
+        median, low, high = measure(argv, options.runs)
+        results[label] = median
+        print(f"{label:<36} {median:>7.3f}s {low:>7.3f}s {high:>7.3f}s")
+    if len(results) == 2:
+        doctor_s, collect_s = results.values()
+        print(f"collect_env / gpudoctor inventory: {collect_s / doctor_s:.1f}x")
+    target = 0.5
+    verdict = "meets" if results[rows[0][0]] < target else "MISSES"
+    print(f"inventory-only target < {target} s: {verdict}")
+
+
+if __name__ == "__main__":
+    main()
