@@ -46,7 +46,8 @@ def main(ctx):
     ctx.detail("device_capability", "%d.%d" % capability)
     ctx.check(
         _arch_supported(capability, arch_list),
-        "torch was built for %s, which does not cover this GPU (sm_%d%d)" % (", ".join(arch_list),) + capability,
+        "torch was built for %s, which does not cover this GPU (sm_%d%d)"
+        % ((", ".join(arch_list),) + tuple(capability)),
     )
     ctx.step("tiny CUDA op")
     value = (torch.arange(4, dtype=torch.float32, device="cuda") * 2).cpu().tolist()
