@@ -115,10 +115,10 @@ def plan_runs(
             )
             missing = [name for name in spec.needs_packages if not environment.packages.get(name)]
             reason = None
-            if missing:
+            if device is Device.CUDA and not environment.cuda_device_visible:
+                reason = no_cuda_reason(environment)  # the more basic reason comes first
+            elif missing:
                 reason = "missing package: " + ", ".join(missing)
-            elif device is Device.CUDA and not environment.cuda_device_visible:
-                reason = no_cuda_reason(environment)
             plan.append(PlannedRun(invocation, _prerequisite_run_ids(spec, device, by_id), reason))
     return plan
 
