@@ -40,3 +40,11 @@ def validate_report(document: dict[str, Any]) -> None:
     schema = json.loads(SCHEMA.read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).validate(document)
+
+
+@pytest.fixture(scope="session")
+def default_suite() -> tuple[int, dict[str, Any]]:
+    """One real run of the full default suite (real torch and MAX on the CPU): exit code and JSON."""
+    completed = run_cli("--json", "--jobs", "2")
+    assert completed.stdout, completed.stderr[-3000:]
+    return completed.returncode, json.loads(completed.stdout)

@@ -1,0 +1,86 @@
+"""The real probe suite on this machine: real torch 2.13 and MAX 26.7 on the CPU, no CUDA device."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from conftest import ROOT, validate_report
+
+from gpudoctor.catalog import default_probe_dir, load_catalog
+from gpudoctor.model import Report
+
+PROBES = ROOT / "probes"
+
+
+def test_cpu_variants_pass_and_cuda_variants_skip_for_want_of_a_device(
+    default_suite: tuple[int, dict[str, Any]],
+) -> None:
+    returncode, document = default_suite
+    results = {r["id"]: r for r in document["results"]}
+    expected = {spec.run_id(d) for spec in load_catalog(default_probe_dir()) for d in spec.devices}
+    assert set(results) == expected
+    for run_id, result in results.items():
+        if result["device"] == "cuda":
+            assert result["outcome"] == "skipped", result
+            assert result["skip_reason"] == "no CUDA device (no NVIDIA driver)"
+        else:
+            assert result["outcome"] == "pass", (run_id, result["summary"], result["stderr_tail"][-2000:])
+        assert result["command"], run_id  # every result names the command that reproduces it
+    assert results["max-import"]["details"]["bridge_module"] == "max.experimental.torch"
+    assert results["custom-op/cpu"]["details"]["kernel_generation"] == "mojo1"
+    assert results["custom-op-params/cpu"]["details"]["default_honoured"] is True
+    assert returncode == 0
+
+
+def _run_script(script: str, *args: str, prelude: str = "", tmp_path: Path) -> dict[str, Any]:
+    """Run a probe script as a user would (optionally after ``prelude``), reading its side channel."""
+    channel = tmp_path / "result.jsonl"
+    code = (
+        f"import runpy, sys\n{prelude}\nsys.argv = {[script, *args]!r}\nrunpy.run_path({script!r}, run_name='__main__')"
+    )
+    env = dict(os.environ, GPUDOCTOR_RESULT_FILE=str(channel), PYTHONPATH=str(PROBES))
+    subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, check=False, timeout=600)
+    events = [json.loads(line) for line in channel.read_text().splitlines()]
+    result: dict[str, Any] = next(e for e in events if e["event"] == "result")
+    return result
+
+
+def test_max_import_recognises_missing_float8_e8m0fnu(tmp_path: Path) -> None:
+    """A torch without float8_e8m0fnu (seed 000 used 2.6) breaks MAX's bridge at import; the probe says so."""
+    result = _run_script(
+        str(PROBES / "max_import.py"), prelude="import torch\ndel torch.float8_e8m0fnu", tmp_path=tmp_path
+    )
+    assert result["status"] == "fail"
+    assert result["exception_type"] == "_maxsupport.BridgeMissingFloat8"
+    assert "has no torch.float8_e8m0fnu" in result["message"]
+
+
+def test_kernels_no_generation_compiles_is_unsupported_not_a_crash(tmp_path: Path) -> None:
+    kernels = tmp_path / "kernels"
+    for generation in ("mojo1", "legacy"):
+        package = kernels / generation / "control"
+        package.mkdir(parents=True)
+        (package / "__init__.mojo").write_text("")
+        (package / "add_one.mojo").write_text("this is not mojo(\n")
+    result = _run_script(str(PROBES / "custom_op.py"), "--device", "cpu", "--kernels", str(kernels), tmp_path=tmp_path)
+    assert result["status"] == "skip"
+    reason = result["skip_reason"]
+    assert reason.startswith("unsupported by this probe: no control-kernel generation compiles with MAX 26.7")
+    assert "mojo1: " in reason and "legacy: " in reason
+    assert "control/add_one.mojo:2:1: error: unexpected token" in reason
+
+
+def test_recorded_h100_suite_is_a_valid_report() -> None:
+    """The full suite as it ran on the H100 (a recorded real run) is kept as a fixture and stays readable."""
+    document = json.loads((ROOT / "tests" / "fixtures" / "h100-suite-report.json").read_text())
+    validate_report(document)
+    report = Report.from_dict(document)
+    assert report.to_dict() == document
+    assert report.environment.driver.gpus[0].name == "NVIDIA H100 80GB HBM3"
+    cuda = [r for r in report.results if r.device.value == "cuda"]
+    assert len(cuda) == 9 and all(r.outcome.value == "pass" for r in cuda)
