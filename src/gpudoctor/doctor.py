@@ -5,6 +5,7 @@ Faces pass options and callbacks in and get a Report back; they compute nothing 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import shutil
 import sys
@@ -16,7 +17,10 @@ from gpudoctor import __version__
 from gpudoctor.catalog import default_probe_dir, load_catalog
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.inventory import collect_environment
-from gpudoctor.model import Device, Environment, ProbeResult, ProbeSpec, Report
+from gpudoctor.knowledge import load_known_issues, match_findings
+from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, ProbeSpec, Report
+from gpudoctor.patches import PATCH_FILES_ENV, PATCH_MODULES, patch_file
+from gpudoctor.runner import run_probe
 from gpudoctor.suite import PlannedRun, ResultCallback, StartCallback, plan_runs, run_plan
 
 
@@ -44,12 +48,48 @@ def resolve_python(python: str | None) -> str:
 
 
 def make_report(environment: Environment, results: Iterable[ProbeResult] = ()) -> Report:
-    return Report(
+    """The report with the known issues its results show."""
+    report = Report(
         doctor_version=__version__,
         created=datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
         environment=environment,
         results=tuple(results),
     )
+    return dataclasses.replace(report, findings=match_findings(report, load_known_issues()))
+
+
+def verify_patches(report: Report, planned: Sequence[PlannedRun]) -> Report:
+    """Rerun each failing probe a finding has a patch for, with the patch applied; record what happened.
+
+    A finding says its patch fixes the problem only when every rerun passed.
+    """
+    invocations = {run.run_id: run.invocation for run in planned}
+    issues = {issue.id: issue for issue in load_known_issues()}
+    findings: list[Finding] = []
+    for finding in report.findings:
+        issue = issues.get(finding.id)
+        if finding.patch is None or issue is None or finding.patch not in PATCH_MODULES:
+            findings.append(finding)
+            continue
+        failing = [r for r in report.results if r.outcome.is_problem and any(ev.matches(r) for ev in issue.evidence)]
+        notes: list[str] = []
+        verified = bool(failing)
+        for result in failing:
+            patched = dataclasses.replace(
+                invocations[result.id], extra_env={PATCH_FILES_ENV: str(patch_file(finding.patch))}
+            )
+            rerun = run_probe(patched)
+            verified = verified and rerun.outcome is Outcome.PASS
+            notes.append(
+                f"{result.id} rerun with the patch: {rerun.outcome.value} ({rerun.summary}); by hand: {rerun.command}"
+            )
+        if failing:
+            headline = f"fixed by patch {finding.patch}" if verified else f"patch {finding.patch} did not fix it"
+            finding = dataclasses.replace(
+                finding, patch_verified=verified, patch_note=headline + ": " + "; ".join(notes)
+            )
+        findings.append(finding)
+    return dataclasses.replace(report, findings=tuple(findings))
 
 
 def plan(options: DoctorOptions, environment: Environment, specs: Sequence[ProbeSpec]) -> list[PlannedRun]:
@@ -80,5 +120,6 @@ def diagnose(
         return make_report(collect_environment(python))
     specs = load_catalog(probe_directory(options))
     environment = collect_environment(python, extra_packages=(n for s in specs for n in s.needs_packages))
-    results = run_plan(plan(options, environment, specs), jobs=options.jobs, on_start=on_start, on_result=on_result)
-    return make_report(environment, results)
+    planned = plan(options, environment, specs)
+    results = run_plan(planned, jobs=options.jobs, on_start=on_start, on_result=on_result)
+    return verify_patches(make_report(environment, results), planned)

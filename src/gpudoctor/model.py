@@ -306,18 +306,24 @@ class Finding:
     evidence: tuple[str, ...]
     explanation: str
     fix: str
+    severity: str = "problem"  # "problem" or "notice"
     references: tuple[str, ...] = ()
     patch: str | None = None
+    patch_verified: bool | None = None  # None: not tried; True only when the patched rerun passed
+    patch_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "title": self.title,
+            "severity": self.severity,
             "evidence": list(self.evidence),
             "explanation": self.explanation,
             "fix": self.fix,
             "references": list(self.references),
             "patch": self.patch,
+            "patch_verified": self.patch_verified,
+            "patch_note": self.patch_note,
         }
 
     @classmethod
@@ -325,11 +331,14 @@ class Finding:
         return cls(
             id=str(data["id"]),
             title=str(data["title"]),
+            severity=str(data.get("severity", "problem")),
             evidence=tuple(str(e) for e in data.get("evidence", ())),
             explanation=str(data["explanation"]),
             fix=str(data["fix"]),
             references=tuple(str(r) for r in data.get("references", ())),
             patch=_opt_str(data, "patch"),
+            patch_verified=data.get("patch_verified"),
+            patch_note=_opt_str(data, "patch_note"),
         )
 
 

@@ -136,7 +136,11 @@ def to_text(report: Report) -> str:
     else:
         lines.append("  no probes ran (inventory only)")
     for finding in report.findings:
-        lines += ["", f"  known issue: {safe_text(finding.title)}", f"    fix: {safe_text(finding.fix)}"]
+        lines += ["", f"  {finding.severity}: {safe_text(finding.title)} [{finding.id}]"]
+        lines += [f"    evidence: {safe_text(e)}" for e in finding.evidence]
+        lines.append(f"    fix: {safe_text(finding.fix)}")
+        if finding.patch_note:
+            lines.append(f"    patch: {safe_text(finding.patch_note)}")
     problems = sum(r.outcome.is_problem for r in report.results)
     lines += ["", f"  {len(report.results)} probe runs, {problems} with problems"]
     return "\n".join(lines) + "\n"

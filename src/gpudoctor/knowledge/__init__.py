@@ -1,0 +1,263 @@
+"""Known issues as data: load and validate ``known_issues.toml``, and match them against a report.
+
+Matching is a pure function of a Report; each finding says which evidence matched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomllib
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from gpudoctor.errors import GpuDoctorError
+from gpudoctor.model import Environment, Finding, Outcome, ProbeResult, Report
+
+KNOWN_ISSUES = Path(__file__).with_name("known_issues.toml")
+SEVERITIES = ("problem", "notice")
+_ISSUE_FIELDS = {
+    "id",
+    "title",
+    "severity",
+    "affects",
+    "evidence",
+    "predicates",
+    "explanation",
+    "fix",
+    "references",
+    "patch",
+}
+_EVIDENCE_FIELDS = {"probe", "outcome", "signal", "pattern", "detail"}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One observable sign of a known issue in one probe result."""
+
+    probe: str
+    outcome: Outcome
+    signal: str | None = None
+    pattern: re.Pattern[str] | None = None
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def matches(self, result: ProbeResult) -> bool:
+        if self.probe not in (result.probe, result.id) or result.outcome is not self.outcome:
+            return False
+        if self.signal is not None and result.signal != self.signal:
+            return False
+        if any(result.details.get(key) != value for key, value in self.detail.items()):
+            return False
+        return self.pattern is None or bool(self.pattern.search(_searchable(result)))
+
+    def describe(self, result: ProbeResult) -> str:
+        what = f"{result.id} {result.outcome.value}"
+        if result.signal:
+            what += f" ({result.signal})"
+        if self.pattern is not None:
+            found = self.pattern.search(_searchable(result))
+            if found:
+                what += f", matching {found.group(0)!r}"
+        for key, value in self.detail.items():
+            what += f", {key} = {value!r}"
+        return what
+
+
+@dataclass(frozen=True)
+class KnownIssue:
+    id: str
+    title: str
+    severity: str
+    explanation: str
+    fix: str
+    evidence: tuple[Evidence, ...] = ()
+    affects: Mapping[str, SpecifierSet] = field(default_factory=dict)
+    predicates: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    patch: str | None = None
+
+
+def _searchable(result: ProbeResult) -> str:
+    frames = "\n".join(f"{f.file}:{f.line} in {f.function}" for f in result.frames)
+    parts = [
+        result.summary,
+        result.exception_type or "",
+        result.message or "",
+        result.skip_reason or "",
+        frames,
+        result.stderr_tail,
+    ]
+    return "\n".join(parts)
+
+
+def _version_tuple(text: str | None) -> tuple[int, ...] | None:
+    numbers = re.findall(r"\d+", text or "")
+    return tuple(int(n) for n in numbers[:2]) if len(numbers) >= 2 else None
+
+
+def _torch_cuda_newer_than_driver(report: Report) -> str | None:
+    driver = _version_tuple(report.environment.driver.cuda_driver_version)
+    for result in report.results:
+        torch_cuda = _version_tuple(str(result.details.get("torch_cuda") or ""))
+        if driver and torch_cuda and torch_cuda > driver:
+            return (
+                f"torch was built for CUDA {result.details['torch_cuda']}, the driver supports CUDA "
+                f"{report.environment.driver.cuda_driver_version} ({result.id})"
+            )
+    return None
+
+
+PREDICATES: Mapping[str, Callable[[Report], str | None]] = {
+    "torch_cuda_newer_than_driver": _torch_cuda_newer_than_driver,
+}
+
+
+def installed_version(environment: Environment, name: str) -> str | None:
+    """A package version, or the driver ("driver") and CUDA driver ("cuda-driver") versions."""
+    if name == "driver":
+        return environment.driver.version
+    if name == "cuda-driver":
+        return environment.driver.cuda_driver_version
+    return environment.packages.get(name)
+
+
+def _affected(issue: KnownIssue, environment: Environment) -> bool:
+    for name, specifier in issue.affects.items():
+        version = installed_version(environment, name)
+        if version is None:
+            return False
+        try:
+            if not specifier.contains(Version(version), prereleases=True):
+                return False
+        except InvalidVersion:
+            return False
+    return True
+
+
+def match_findings(report: Report, issues: Sequence[KnownIssue]) -> tuple[Finding, ...]:
+    """Every known issue whose version constraints hold and whose evidence or predicate is in ``report``."""
+    findings: list[Finding] = []
+    for issue in issues:
+        if not _affected(issue, report.environment):
+            continue
+        evidence = [ev.describe(r) for ev in issue.evidence for r in report.results if ev.matches(r)]
+        evidence += [text for name in issue.predicates if (text := PREDICATES[name](report))]
+        if evidence:
+            findings.append(
+                Finding(
+                    id=issue.id,
+                    title=issue.title,
+                    severity=issue.severity,
+                    evidence=tuple(dict.fromkeys(evidence)),
+                    explanation=issue.explanation,
+                    fix=issue.fix,
+                    references=issue.references,
+                    patch=issue.patch,
+                )
+            )
+    return tuple(findings)
+
+
+def _require_str(where: str, entry: Mapping[str, Any], key: str, optional: bool = False) -> str | None:
+    value = entry.get(key)
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise GpuDoctorError(f"{where}: field {key!r} must be a non-empty string")
+    return value
+
+
+def _evidence(where: str, entry: Any) -> Evidence:
+    if not isinstance(entry, dict):
+        raise GpuDoctorError(f"{where}: must be a table")
+    unknown = set(entry) - _EVIDENCE_FIELDS
+    if unknown:
+        raise GpuDoctorError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    probe = _require_str(where, entry, "probe")
+    try:
+        outcome = Outcome(_require_str(where, entry, "outcome"))
+    except ValueError as error:
+        raise GpuDoctorError(f"{where}: field 'outcome': {error}") from error
+    pattern_text = _require_str(where, entry, "pattern", optional=True)
+    try:
+        pattern = re.compile(pattern_text) if pattern_text else None
+    except re.error as error:
+        raise GpuDoctorError(f"{where}: field 'pattern' is not a valid regex: {error}") from error
+    detail = entry.get("detail", {})
+    if not isinstance(detail, dict):
+        raise GpuDoctorError(f"{where}: field 'detail' must be a table")
+    assert probe is not None
+    return Evidence(
+        probe=probe,
+        outcome=outcome,
+        signal=_require_str(where, entry, "signal", optional=True),
+        pattern=pattern,
+        detail=detail,
+    )
+
+
+def _issue(where: str, entry: Any) -> KnownIssue:
+    if not isinstance(entry, dict):
+        raise GpuDoctorError(f"{where}: must be a table")
+    unknown = set(entry) - _ISSUE_FIELDS
+    if unknown:
+        raise GpuDoctorError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    issue_id = _require_str(where, entry, "id")
+    where = f"{where} ({issue_id})"
+    severity = entry.get("severity", "problem")
+    if severity not in SEVERITIES:
+        raise GpuDoctorError(f"{where}: field 'severity' must be one of {', '.join(SEVERITIES)}")
+    affects: dict[str, SpecifierSet] = {}
+    raw_affects = entry.get("affects", {})
+    if not isinstance(raw_affects, dict):
+        raise GpuDoctorError(f"{where}: field 'affects' must be a table")
+    for name, text in raw_affects.items():
+        try:
+            affects[name] = SpecifierSet(str(text))
+        except InvalidSpecifier as error:
+            raise GpuDoctorError(f"{where}: field 'affects.{name}' is not a version specifier: {text!r}") from error
+    raw_evidence = entry.get("evidence", [])
+    predicates = entry.get("predicates", [])
+    if not isinstance(raw_evidence, list) or not isinstance(predicates, list):
+        raise GpuDoctorError(f"{where}: fields 'evidence' and 'predicates' must be arrays")
+    for name in predicates:
+        if name not in PREDICATES:
+            raise GpuDoctorError(f"{where}: field 'predicates' names unknown predicate {name!r}")
+    if not raw_evidence and not predicates:
+        raise GpuDoctorError(f"{where}: needs at least one 'evidence' item or predicate")
+    references = entry.get("references", [])
+    if not isinstance(references, list) or not all(isinstance(r, str) for r in references):
+        raise GpuDoctorError(f"{where}: field 'references' must be a list of strings")
+    return KnownIssue(
+        id=str(issue_id),
+        title=str(_require_str(where, entry, "title")),
+        severity=severity,
+        explanation=str(_require_str(where, entry, "explanation")),
+        fix=str(_require_str(where, entry, "fix")),
+        evidence=tuple(_evidence(f"{where}: evidence #{n + 1}", e) for n, e in enumerate(raw_evidence)),
+        affects=affects,
+        predicates=tuple(predicates),
+        references=tuple(references),
+        patch=_require_str(where, entry, "patch", optional=True),
+    )
+
+
+def load_known_issues(path: Path = KNOWN_ISSUES) -> tuple[KnownIssue, ...]:
+    """Every known issue in ``path``, validated; a malformed entry is an error naming entry and field."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise GpuDoctorError(f"{path}: cannot read known issues: {error}") from error
+    entries = data.get("issue", [])
+    if not isinstance(entries, list):
+        raise GpuDoctorError(f"{path}: 'issue' must be an array of tables ([[issue]])")
+    issues = tuple(_issue(f"{path}: issue #{n + 1}", e) for n, e in enumerate(entries))
+    ids = [i.id for i in issues]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise GpuDoctorError(f"{path}: issue id {duplicates[0]!r} is declared twice")
+    return issues
