@@ -12,6 +12,7 @@ import tomllib
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Device, ProbeSpec
+from gpudoctor.tomlcheck import checked_table, string_list
 
 CATALOG_FILE = "catalog.toml"
 _FIELDS = {"id", "script", "title", "stage", "devices", "needs", "after", "timeout_s", "args"}
@@ -34,19 +35,8 @@ def default_kernel_dir() -> Path:
     raise GpuDoctorError("gpudoctor's kernels are missing from this installation", hint="reinstall gpudoctor")
 
 
-def _string_list(where: str, entry: dict[str, Any], key: str) -> tuple[str, ...]:
-    value = entry.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise GpuDoctorError(f"{where}: field {key!r} must be a list of strings")
-    return tuple(value)
-
-
 def _spec(where: str, entry: Any, probe_dir: Path) -> ProbeSpec:
-    if not isinstance(entry, dict):
-        raise GpuDoctorError(f"{where}: must be a table")
-    unknown = set(entry) - _FIELDS
-    if unknown:
-        raise GpuDoctorError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    entry = checked_table(where, entry, _FIELDS)
     for key in ("id", "script", "title"):
         if not isinstance(entry.get(key), str) or not entry[key]:
             raise GpuDoctorError(f"{where}: field {key!r} must be a non-empty string")
@@ -54,7 +44,7 @@ def _spec(where: str, entry: Any, probe_dir: Path) -> ProbeSpec:
     if not (probe_dir / entry["script"]).is_file():
         raise GpuDoctorError(f"{where}: field 'script' names {entry['script']!r}, which does not exist")
     try:
-        devices = tuple(Device(d) for d in _string_list(where, entry, "devices")) or (Device.NONE,)
+        devices = tuple(Device(d) for d in string_list(where, entry, "devices")) or (Device.NONE,)
     except ValueError as error:
         raise GpuDoctorError(f"{where}: field 'devices': {error}") from error
     stage = entry.get("stage", 0)
@@ -69,10 +59,10 @@ def _spec(where: str, entry: Any, probe_dir: Path) -> ProbeSpec:
         title=entry["title"],
         stage=stage,
         devices=devices,
-        needs_packages=_string_list(where, entry, "needs"),
-        after=_string_list(where, entry, "after"),
+        needs_packages=string_list(where, entry, "needs"),
+        after=string_list(where, entry, "after"),
         timeout_s=float(timeout),
-        args=_string_list(where, entry, "args"),
+        args=string_list(where, entry, "args"),
     )
 
 

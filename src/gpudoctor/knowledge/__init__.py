@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Environment, Finding, Outcome, ProbeResult, Report
+from gpudoctor.tomlcheck import checked_table, string_list
 
 KNOWN_ISSUES = Path(__file__).with_name("known_issues.toml")
 SEVERITIES = ("problem", "notice")
@@ -172,11 +173,7 @@ def _require_str(where: str, entry: Mapping[str, Any], key: str, optional: bool 
 
 
 def _evidence(where: str, entry: Any) -> Evidence:
-    if not isinstance(entry, dict):
-        raise GpuDoctorError(f"{where}: must be a table")
-    unknown = set(entry) - _EVIDENCE_FIELDS
-    if unknown:
-        raise GpuDoctorError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    entry = checked_table(where, entry, _EVIDENCE_FIELDS)
     probe = _require_str(where, entry, "probe")
     try:
         outcome = Outcome(_require_str(where, entry, "outcome"))
@@ -201,11 +198,7 @@ def _evidence(where: str, entry: Any) -> Evidence:
 
 
 def _issue(where: str, entry: Any) -> KnownIssue:
-    if not isinstance(entry, dict):
-        raise GpuDoctorError(f"{where}: must be a table")
-    unknown = set(entry) - _ISSUE_FIELDS
-    if unknown:
-        raise GpuDoctorError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    entry = checked_table(where, entry, _ISSUE_FIELDS)
     issue_id = _require_str(where, entry, "id")
     where = f"{where} ({issue_id})"
     severity = entry.get("severity", "problem")
@@ -229,9 +222,7 @@ def _issue(where: str, entry: Any) -> KnownIssue:
             raise GpuDoctorError(f"{where}: field 'predicates' names unknown predicate {name!r}")
     if not raw_evidence and not predicates:
         raise GpuDoctorError(f"{where}: needs at least one 'evidence' item or predicate")
-    references = entry.get("references", [])
-    if not isinstance(references, list) or not all(isinstance(r, str) for r in references):
-        raise GpuDoctorError(f"{where}: field 'references' must be a list of strings")
+    references = string_list(where, entry, "references")
     return KnownIssue(
         id=str(issue_id),
         title=str(_require_str(where, entry, "title")),
@@ -241,7 +232,7 @@ def _issue(where: str, entry: Any) -> KnownIssue:
         evidence=tuple(_evidence(f"{where}: evidence #{n + 1}", e) for n, e in enumerate(raw_evidence)),
         affects=affects,
         predicates=tuple(predicates),
-        references=tuple(references),
+        references=references,
         patch=_require_str(where, entry, "patch", optional=True),
     )
 
