@@ -134,9 +134,15 @@ def torch_device(ctx):
 
 
 def expect_equal(ctx, actual, expected, what):
-    """Compare two torch tensors exactly (small integers in float32), with a readable failure."""
+    """Compare two torch tensors exactly (small integers in float32), with a readable failure.
+
+    On a GPU it synchronises first, so an asynchronous kernel failure surfaces here, in this step.
+    """
     import torch
 
+    if actual.is_cuda:
+        ctx.step("synchronize before checking %s" % what)
+        torch.cuda.synchronize()
     actual_cpu = actual.detach().to("cpu")
     expected_cpu = expected.detach().to("cpu")
     ctx.check(

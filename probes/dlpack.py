@@ -25,13 +25,9 @@ def main(ctx):
     ctx.step("torch.from_dlpack(MAX buffer)")
     back = torch.from_dlpack(buffer)
     ctx.check(str(back.device).startswith(device), "round trip moved the tensor to %s" % back.device)
-    if device == "cuda":
-        torch.cuda.synchronize()
     expect_equal(ctx, back, source, "values after torch -> MAX -> torch")
     ctx.step("write through the MAX view")
     source.add_(1)
-    if device == "cuda":
-        torch.cuda.synchronize()
     expect_equal(ctx, back, source, "zero-copy view after an in-place update")
     return "torch <-> max.driver.%s round-trips on %s without copying" % (buffer_type.__name__, device)
 

@@ -28,7 +28,7 @@ def test_pass_carries_details_and_steps(synthetic_dir: Path) -> None:
     assert result.outcome is Outcome.PASS
     assert result.summary == "1 + 1 == 2"
     assert result.details == {"answer": 2}
-    assert result.last_step == "interpreter shutdown"
+    assert result.last_step == "add numbers"  # the last step before the report, not the teardown
     assert result.exit_code == 0
     assert result.duration_s > 0
     assert result.command.endswith("passes.py --device cpu")

@@ -10,10 +10,14 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpudoctor import __version__
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.model import Device, ProbeResult
+from gpudoctor.model import Device, ProbeResult, Report
+
+if TYPE_CHECKING:
+    from gpudoctor.kernelspec import CallRequest
 from gpudoctor.render import safe_text
 
 EXIT_OK = 0
@@ -45,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpudoctor",
         description="Check whether this GPU custom-op stack (driver, CUDA, torch, MAX, Mojo) works, "
-        "and if not, what breaks. Exit status: 0 healthy, 1 a probe failed, 2 usage error.",
+        "and if not, what breaks. Exit status: 0 healthy, 1 a problem found, 2 usage error.",
+        epilog="Your own kernels: gpudoctor kernel PATH (see gpudoctor kernel --help).",
     )
     parser.add_argument("--version", action="version", version=f"gpudoctor {__version__}")
     output = parser.add_mutually_exclusive_group()
@@ -67,6 +72,92 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def build_kernel_parser() -> argparse.ArgumentParser:
+    from gpudoctor.kernelspec import DTYPES, VALUES
+
+    parser = argparse.ArgumentParser(
+        prog="gpudoctor kernel",
+        description="Run your Mojo custom-op package through CustomOpLibrary in isolated processes, on the CPU "
+        "and on each GPU, next to gpudoctor's control kernel; compare GPU results with the CPU's and point at "
+        "host code that indexes device tensors. Without --op or --spec it compiles the package and lists its "
+        "ops. Exit status: 0 healthy, 1 a problem found, 2 usage error.",
+        epilog="Spec file: [[call]] tables with op, shape, dtype, parameters, values, rtol, atol and optional "
+        "per-tensor outputs/inputs lists; see the gpudoctor.kernelspec module docstring.",
+    )
+    parser.add_argument("package", type=Path, help="the package folder (with __init__.mojo) or a .mojopkg")
+    calls = parser.add_mutually_exclusive_group()
+    calls.add_argument("--spec", type=Path, metavar="FILE", help="a TOML file of [[call]] tables")
+    calls.add_argument("--op", action="append", metavar="NAME", help="call this op (repeatable)")
+    parser.add_argument("--shape", metavar="AxB", help="shape of every tensor of the --op calls, e.g. 64x64")
+    parser.add_argument("--dtype", choices=DTYPES, help="dtype where the signature leaves it open (default float32)")
+    parser.add_argument("--param", action="append", metavar="NAME=VALUE", help="compile-time parameter (repeatable)")
+    parser.add_argument("--values", choices=VALUES, default="arange", help="input values (default arange)")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print one JSON document")
+    output.add_argument("--markdown", action="store_true", help="print a Markdown report")
+    parser.add_argument("--python", metavar="PATH", help="the interpreter to run the kernel with")
+    parser.add_argument(
+        "--device", choices=[d.value for d in (Device.CPU, Device.CUDA)], action="append", help="only this device"
+    )
+    parser.add_argument("--jobs", "-j", type=_positive_int, default=2, help="processes at once (default 2)")
+    parser.add_argument("--timeout", type=_positive_float, metavar="S", help="limit for each run (default 600)")
+    parser.add_argument("--probes", type=Path, metavar="DIR", help="a folder of probes with its catalog.toml")
+    return parser
+
+
+def _kernel_requests(options: argparse.Namespace) -> tuple[CallRequest, ...]:
+    from gpudoctor.kernelspec import CallRequest, load_spec, parse_parameter, parse_shape
+
+    if options.spec is not None:
+        if options.shape or options.dtype or options.param:
+            raise GpuDoctorError("--shape, --dtype and --param go with --op; a spec file says them per call")
+        return tuple(load_spec(options.spec))
+    if not options.op:
+        if options.shape or options.dtype or options.param:
+            raise GpuDoctorError("--shape, --dtype and --param need --op NAME")
+        return ()
+    shape = parse_shape(options.shape) if options.shape else None
+    parameters = dict(parse_parameter(p) for p in options.param or ())
+    return tuple(
+        CallRequest(
+            op=op, where=f"--op {op}", shape=shape, dtype=options.dtype, parameters=parameters, values=options.values
+        )
+        for op in options.op
+    )
+
+
+def run_kernel(argv: Sequence[str]) -> int:
+    from gpudoctor.kernel import KernelOptions, diagnose_kernel
+
+    options = build_kernel_parser().parse_args(argv)
+    kernel_options = KernelOptions(
+        package=options.package,
+        requests=_kernel_requests(options),
+        python=options.python,
+        devices=tuple(Device(d) for d in options.device) if options.device else None,
+        jobs=options.jobs,
+        timeout_s=options.timeout,
+        probe_dir=options.probes,
+    )
+    quiet = options.json or options.markdown or not sys.stderr.isatty()
+    report = diagnose_kernel(kernel_options, on_result=None if quiet else _progress)
+    _emit(report, options)
+    return report.exit_code
+
+
+def _emit(report: Report, options: argparse.Namespace) -> None:
+    if options.json:
+        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+    elif options.markdown:
+        from gpudoctor.render import to_markdown
+
+        sys.stdout.write(to_markdown(report))
+    else:
+        from gpudoctor.render import to_text
+
+        sys.stdout.write(to_text(report))
+
+
 def _progress(result: ProbeResult) -> None:
     sys.stderr.write(f"  {result.outcome.value:<8} {result.id} ({result.duration_s:.1f} s)\n")
     sys.stderr.flush()
@@ -83,6 +174,9 @@ def _list_probes(probe_dir: Path | None) -> int:
 
 
 def run(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["kernel"]:
+        return run_kernel(argv[1:])
     options = build_parser().parse_args(argv)
     if options.list:
         return _list_probes(options.probes)
@@ -100,16 +194,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     )
     quiet = options.json or options.markdown or not sys.stderr.isatty()
     report = diagnose(doctor_options, on_result=None if quiet else _progress)
-    if options.json:
-        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
-    elif options.markdown:
-        from gpudoctor.render import to_markdown
-
-        sys.stdout.write(to_markdown(report))
-    else:
-        from gpudoctor.render import to_text
-
-        sys.stdout.write(to_text(report))
+    _emit(report, options)
     return report.exit_code
 
 

@@ -9,9 +9,10 @@ import dataclasses
 import datetime
 import shutil
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gpudoctor import __version__
 from gpudoctor.catalog import default_probe_dir, load_catalog
@@ -47,13 +48,16 @@ def resolve_python(python: str | None) -> str:
     return str(Path(found).absolute())
 
 
-def make_report(environment: Environment, results: Iterable[ProbeResult] = ()) -> Report:
-    """The report with the known issues its results show."""
+def make_report(
+    environment: Environment, results: Iterable[ProbeResult] = (), kernel: Mapping[str, Any] | None = None
+) -> Report:
+    """The report with the known issues its results (and, for `gpudoctor kernel`, its scan) show."""
     report = Report(
         doctor_version=__version__,
         created=datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
         environment=environment,
         results=tuple(results),
+        kernel=kernel,
     )
     return dataclasses.replace(report, findings=match_findings(report, load_known_issues()))
 

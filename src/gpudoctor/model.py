@@ -351,12 +351,20 @@ class Report:
     environment: Environment
     results: tuple[ProbeResult, ...] = ()
     findings: tuple[Finding, ...] = ()
+    kernel: Mapping[str, Any] | None = None  # `gpudoctor kernel`: the package, its scan and the calls made
     schema_version: int = SCHEMA_VERSION
 
     @property
     def exit_code(self) -> int:
-        """0 when every probe that ran passed, 1 when any failed, crashed or timed out."""
-        return 1 if any(r.outcome.is_problem for r in self.results) else 0
+        """0 when every probe that ran passed and no problem was found; 1 otherwise.
+
+        A problem finding without a failing probe counts too: a kernel that indexes device tensors from
+        host code passes on the CPU yet is broken on every GPU.
+        """
+        problems = any(r.outcome.is_problem for r in self.results) or any(
+            f.severity == "problem" for f in self.findings
+        )
+        return 1 if problems else 0
 
     def result(self, run_id: str) -> ProbeResult | None:
         return next((r for r in self.results if r.id == run_id), None)
@@ -369,6 +377,7 @@ class Report:
             "environment": self.environment.to_dict(),
             "results": [r.to_dict() for r in self.results],
             "findings": [f.to_dict() for f in self.findings],
+            **({"kernel": dict(self.kernel)} if self.kernel is not None else {}),
         }
 
     @classmethod
@@ -380,4 +389,5 @@ class Report:
             environment=Environment.from_dict(data["environment"]),
             results=tuple(ProbeResult.from_dict(r) for r in data.get("results", ())),
             findings=tuple(Finding.from_dict(f) for f in data.get("findings", ())),
+            kernel=dict(data["kernel"]) if isinstance(data.get("kernel"), dict) else None,
         )

@@ -67,6 +67,45 @@ def environment_rows(environment: Environment) -> list[tuple[str, str]]:
     return rows
 
 
+def _tensor_text(tensor: dict[str, object]) -> str:
+    dtype = tensor.get("dtype") or "any dtype"
+    rank = f"rank {tensor['rank']}" if tensor.get("rank") is not None else "any rank"
+    variadic = " (variadic)" if tensor.get("variadic") else ""
+    return f"{tensor['role']}{variadic} {tensor['name']}: {dtype}, {rank}"
+
+
+def kernel_lines(report: Report) -> list[str]:
+    """What `gpudoctor kernel` read in the package and which calls it made, as plain lines."""
+    if not report.kernel:
+        return []
+    kernel = report.kernel
+    scan = kernel["scan"]
+    lines = [f"package {kernel['package']} ({len(scan['files'])} .mojo files)"]
+    if not scan["is_package"]:
+        lines.append("  no __init__.mojo: CustomOpLibrary needs a package folder")
+    for op in scan["ops"]:
+        tensors = "; ".join(_tensor_text(t) for t in op["tensors"]) or "signature not understood"
+        params = f"; parameters [{', '.join(op['parameters'])}]" if op["parameters"] else ""
+        lines.append(f"  op {op['name']} ({op['file']}:{op['line']}): {tensors}{params}")
+    if not scan["ops"]:
+        lines.append("  no @register(...) op found by the scan")
+    for legacy in scan["legacy_imports"]:
+        lines.append(f"  pre-Mojo-1.x import at {legacy['file']}:{legacy['line']}: {legacy['text']}")
+    lines += [f"  note: {note}" for note in scan["notes"]]
+    for call in kernel["calls"]:
+        outs = ", ".join(f"{t['dtype']}{t['shape']}" for t in call["outputs"])
+        ins = ", ".join(f"{t['dtype']}{t['shape']}" for t in call["inputs"])
+        params = f" parameters {call['parameters']}" if call["parameters"] else ""
+        lines.append(f"  call {call['op']}(out: {outs}; in: {ins}){params}, values {call['values']}")
+    if not kernel["calls"] and scan["ops"]:
+        first = scan["ops"][0]
+        lines.append(
+            f"  no calls given; to run one on every device: gpudoctor kernel {kernel['package']} "
+            f"--op {first['name']} --shape 64x64 (or --spec FILE)"
+        )
+    return lines
+
+
 def _problem_details_markdown(result: ProbeResult) -> list[str]:
     lines = [f"### {result.id}: {_MARKS[result.outcome]}", "", safe_text(result.summary), ""]
     lines += ["Reproduce:", "", _fence(result.command), ""]
@@ -93,6 +132,8 @@ def to_markdown(report: Report) -> str:
     lines = [f"## gpudoctor {report.doctor_version} report ({report.created})", "", "| | |", "| --- | --- |"]
     lines += [f"| {_cell(label)} | {_cell(value)} |" for label, value in environment_rows(report.environment)]
     lines.append("")
+    if report.kernel:
+        lines += ["### Kernel package", "", _fence("\n".join(kernel_lines(report))), ""]
     if report.results:
         lines += ["| probe | outcome | time | summary |", "| --- | --- | --- | --- |"]
         lines += [
@@ -103,14 +144,11 @@ def to_markdown(report: Report) -> str:
     else:
         lines += ["No probes ran (inventory only).", ""]
     for finding in report.findings:
-        lines += [
-            f"### Known issue: {_cell(finding.title)}",
-            "",
-            safe_text(finding.explanation),
-            "",
-            f"Fix: {safe_text(finding.fix)}",
-            "",
-        ]
+        lines += [f"### Known issue: {_cell(finding.title)}", ""]
+        lines += [f"- evidence: {_cell(e)}" for e in finding.evidence]
+        lines += ["", safe_text(finding.explanation), "", f"Fix: {safe_text(finding.fix)}", ""]
+        if finding.patch_note:
+            lines += [f"Patch: {safe_text(finding.patch_note)}", ""]
     for result in report.results:
         if result.outcome.is_problem:
             lines += _problem_details_markdown(result)
@@ -124,6 +162,8 @@ def to_text(report: Report) -> str:
     lines = [f"gpudoctor {report.doctor_version}", ""]
     lines += [f"  {label.ljust(width)}  {safe_text(value)}" for label, value in rows]
     lines.append("")
+    if report.kernel:
+        lines += [f"  {safe_text(line)}" for line in kernel_lines(report)] + [""]
     if report.results:
         id_width = max(len(r.id) for r in report.results)
         for result in report.results:
@@ -142,5 +182,6 @@ def to_text(report: Report) -> str:
         if finding.patch_note:
             lines.append(f"    patch: {safe_text(finding.patch_note)}")
     problems = sum(r.outcome.is_problem for r in report.results)
-    lines += ["", f"  {len(report.results)} probe runs, {problems} with problems"]
+    found = sum(f.severity == "problem" for f in report.findings)
+    lines += ["", f"  {len(report.results)} probe runs, {problems} with problems, {found} problem findings"]
     return "\n".join(lines) + "\n"

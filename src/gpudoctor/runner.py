@@ -69,10 +69,12 @@ class ProbeInvocation:
     probe_dir: Path
     timeout_s: float
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    gpu_label: str | None = None  # set when one probe runs once per GPU: "kernel/cuda:1"
 
     @property
     def run_id(self) -> str:
-        return self.spec.run_id(self.device)
+        run_id = self.spec.run_id(self.device)
+        return f"{run_id}:{self.gpu_label}" if self.gpu_label is not None else run_id
 
     def argv(self) -> list[str]:
         argv = [self.python, "-X", "faulthandler", str(self.probe_dir / self.spec.script)]
@@ -198,9 +200,13 @@ def classify(
     stderr: str,
 ) -> ProbeResult:
     """Decide the outcome from exit status, the side-channel events and the captured output."""
-    reported = next((e for e in reversed(events) if e.get("event") == "result"), None)
+    reported_at = next((i for i in range(len(events) - 1, -1, -1) if events[i].get("event") == "result"), None)
+    reported = events[reported_at] if reported_at is not None else None
     steps = [str(e.get("name")) for e in events if e.get("event") == "step"]
-    last_step = steps[-1] if steps else None
+    final_step = steps[-1] if steps else None  # "interpreter shutdown" once the probe has reported
+    # The step a reported failure happened in is the last one before the report.
+    before_report = [str(e.get("name")) for e in events[:reported_at] if e.get("event") == "step"]
+    last_step = (before_report[-1] if before_report else None) if reported is not None else final_step
     details = reported.get("details", {}) if reported else {}
     common: dict[str, Any] = {
         "id": invocation.run_id,
@@ -229,7 +235,7 @@ def classify(
     if returncode < 0:
         name = signal_name(-returncode)
         headline = fatal_error(stderr)
-        after_result = reported is not None and last_step == "interpreter shutdown"
+        after_result = reported is not None and final_step == "interpreter shutdown"
         where = (
             "at interpreter exit, after the probe reported"
             if after_result

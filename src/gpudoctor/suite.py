@@ -23,6 +23,7 @@ class PlannedRun:
     invocation: ProbeInvocation
     prerequisites: tuple[str, ...]
     skip_reason: str | None = None
+    runs_after: tuple[str, ...] = ()  # run ids that must finish first, whatever their outcome
 
     @property
     def run_id(self) -> str:
@@ -113,14 +114,17 @@ def plan_runs(
                 probe_dir=probe_dir,
                 timeout_s=timeout_s or spec.timeout_s,
             )
-            missing = [name for name in spec.needs_packages if not environment.packages.get(name)]
-            reason = None
-            if device is Device.CUDA and not environment.cuda_device_visible:
-                reason = no_cuda_reason(environment)  # the more basic reason comes first
-            elif missing:
-                reason = "missing package: " + ", ".join(missing)
+            reason = known_skip_reason(spec, device, environment)
             plan.append(PlannedRun(invocation, _prerequisite_run_ids(spec, device, by_id), reason))
     return plan
+
+
+def known_skip_reason(spec: ProbeSpec, device: Device, environment: Environment) -> str | None:
+    """Why this variant cannot run here, known before starting it, or None."""
+    if device is Device.CUDA and not environment.cuda_device_visible:
+        return no_cuda_reason(environment)  # the more basic reason comes first
+    missing = [name for name in spec.needs_packages if not environment.packages.get(name)]
+    return "missing package: " + ", ".join(missing) if missing else None
 
 
 ResultCallback = Callable[[ProbeResult], None]
@@ -158,7 +162,7 @@ def run_plan(
         return None
 
     def ready(run: PlannedRun) -> bool:
-        return all(p in results or p not in planned_ids for p in run.prerequisites)
+        return all(p in results or p not in planned_ids for p in (*run.prerequisites, *run.runs_after))
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="probe") as pool:
         running: dict[concurrent.futures.Future[ProbeResult], PlannedRun] = {}

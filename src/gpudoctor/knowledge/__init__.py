@@ -16,10 +16,12 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.model import Environment, Finding, Outcome, ProbeResult, Report
+from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, Report
 from gpudoctor.tomlcheck import checked_table, string_list
 
 KNOWN_ISSUES = Path(__file__).with_name("known_issues.toml")
+KERNEL_PROBE = "kernel"  # `gpudoctor kernel`: the user's package
+CONTROL_PROBE = "custom-op"  # the control kernel run next to it
 SEVERITIES = ("problem", "notice")
 _ISSUE_FIELDS = {
     "id",
@@ -47,7 +49,8 @@ class Evidence:
     detail: Mapping[str, Any] = field(default_factory=dict)
 
     def matches(self, result: ProbeResult) -> bool:
-        if self.probe not in (result.probe, result.id) or result.outcome is not self.outcome:
+        # "kernel/cuda" names every GPU's run: kernel/cuda:0, kernel/cuda:1, ...
+        if self.probe not in (result.probe, result.id, result.id.split(":")[0]) or result.outcome is not self.outcome:
             return False
         if self.signal is not None and result.signal != self.signal:
             return False
@@ -100,20 +103,63 @@ def _version_tuple(text: str | None) -> tuple[int, ...] | None:
     return tuple(int(n) for n in numbers[:2]) if len(numbers) >= 2 else None
 
 
-def _torch_cuda_newer_than_driver(report: Report) -> str | None:
+def _torch_cuda_newer_than_driver(report: Report) -> list[str]:
     driver = _version_tuple(report.environment.driver.cuda_driver_version)
     for result in report.results:
         torch_cuda = _version_tuple(str(result.details.get("torch_cuda") or ""))
         if driver and torch_cuda and torch_cuda > driver:
-            return (
+            return [
                 f"torch was built for CUDA {result.details['torch_cuda']}, the driver supports CUDA "
                 f"{report.environment.driver.cuda_driver_version} ({result.id})"
+            ]
+    return []
+
+
+def _control_id(result: ProbeResult) -> str:
+    """The control run next to a kernel run: kernel/cuda:1 -> custom-op/cuda:1."""
+    return CONTROL_PROBE + result.id[len(result.probe) :]
+
+
+def _kernel_runs(report: Report) -> list[tuple[ProbeResult, ProbeResult | None]]:
+    return [(r, report.result(_control_id(r))) for r in report.results if r.probe == KERNEL_PROBE]
+
+
+def _kernel_host_indexing(report: Report) -> list[str]:
+    """The lines of the user's execute() that index tensors outside foreach (from the static scan)."""
+    if not report.kernel:
+        return []
+    return [
+        f"static scan: {line['file']}:{line['line']}: `{line['text']}` (op {op['name']}, outside foreach)"
+        for op in report.kernel["scan"]["ops"]
+        for line in op["host_indexing"]
+    ]
+
+
+def _kernel_crashes_where_control_passes(report: Report) -> list[str]:
+    evidence = []
+    for kernel, control in _kernel_runs(report):
+        crashed = kernel.device is Device.CUDA and kernel.outcome is Outcome.CRASH
+        if crashed and control is not None and control.outcome is Outcome.PASS:
+            evidence.append(
+                f"{kernel.id} crashed ({kernel.signal or 'no signal'}) while the control kernel "
+                f"{control.id} passed on the same GPU and stack"
             )
-    return None
+    return evidence
 
 
-PREDICATES: Mapping[str, Callable[[Report], str | None]] = {
+def _control_fails_with_kernel(report: Report) -> list[str]:
+    return [
+        f"{kernel.id} {kernel.outcome.value} and the control kernel {control.id} {control.outcome.value} too"
+        for kernel, control in _kernel_runs(report)
+        if control is not None and kernel.outcome.is_problem and control.outcome.is_problem
+    ]
+
+
+PREDICATES: Mapping[str, Callable[[Report], list[str]]] = {
     "torch_cuda_newer_than_driver": _torch_cuda_newer_than_driver,
+    "kernel_host_indexing": _kernel_host_indexing,
+    "kernel_crashes_where_control_passes": _kernel_crashes_where_control_passes,
+    "control_fails_with_kernel": _control_fails_with_kernel,
 }
 
 
@@ -146,7 +192,7 @@ def match_findings(report: Report, issues: Sequence[KnownIssue]) -> tuple[Findin
         if not _affected(issue, report.environment):
             continue
         evidence = [ev.describe(r) for ev in issue.evidence for r in report.results if ev.matches(r)]
-        evidence += [text for name in issue.predicates if (text := PREDICATES[name](report))]
+        evidence += [text for name in issue.predicates for text in PREDICATES[name](report)]
         if evidence:
             findings.append(
                 Finding(

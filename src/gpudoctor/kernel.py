@@ -1,0 +1,169 @@
+"""`gpudoctor kernel PATH`: a user's Mojo custom-op package, run in isolation on the CPU and on each GPU next
+to gpudoctor's control kernel, with a static scan of its ``execute`` bodies and a CPU-vs-GPU comparison.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpudoctor.catalog import default_probe_dir, load_catalog
+from gpudoctor.doctor import make_report, resolve_python, verify_patches
+from gpudoctor.errors import GpuDoctorError
+from gpudoctor.inventory import collect_environment
+from gpudoctor.kernelspec import CallRequest, KernelCall, resolve_calls
+from gpudoctor.knowledge import CONTROL_PROBE, KERNEL_PROBE
+from gpudoctor.model import Device, Environment, ProbeSpec, Report
+from gpudoctor.mojoscan import PackageScan, scan_package
+from gpudoctor.redact import redact_text
+from gpudoctor.runner import ProbeInvocation
+from gpudoctor.suite import PlannedRun, ResultCallback, StartCallback, known_skip_reason, run_plan
+
+KERNEL_SPEC = ProbeSpec(
+    id=KERNEL_PROBE,
+    script="kernel.py",
+    title="your Mojo custom-op package through CustomOpLibrary",
+    stage=3,
+    devices=(Device.CPU, Device.CUDA),
+    needs_packages=("torch", "max"),
+    timeout_s=600.0,
+)
+
+
+@dataclass(frozen=True)
+class KernelOptions:
+    package: Path
+    requests: tuple[CallRequest, ...] = ()
+    python: str | None = None
+    devices: tuple[Device, ...] | None = None
+    jobs: int = 2
+    timeout_s: float | None = None
+    probe_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class GpuTarget:
+    """One GPU to run on: a label for the run id ("" when there is only one) and the environment selecting it."""
+
+    label: str | None
+    env: dict[str, str]
+
+
+def gpu_targets(environment: Environment, env: dict[str, str] | None = None) -> list[GpuTarget]:
+    """One target per visible GPU, each selected with CUDA_VISIBLE_DEVICES in its own process.
+
+    With CUDA_VISIBLE_DEVICES set, its entries are used as given; otherwise GPUs are numbered in NVML's
+    (PCI bus) order, and CUDA_DEVICE_ORDER=PCI_BUS_ID makes CUDA number them the same way.
+    """
+    env = dict(os.environ) if env is None else env
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        entries = [e.strip() for e in visible.split(",") if e.strip()]
+        if len(entries) <= 1:
+            return [GpuTarget(None, {})]
+        return [GpuTarget(str(i), {"CUDA_VISIBLE_DEVICES": entry}) for i, entry in enumerate(entries)]
+    gpus = environment.driver.gpus
+    if len(gpus) <= 1:
+        return [GpuTarget(None, {})]
+    return [
+        GpuTarget(str(gpu.index), {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": str(gpu.index)})
+        for gpu in gpus
+    ]
+
+
+def check_package_path(path: Path) -> Path:
+    """The package path, absolute; a usage error when it does not exist (a missing __init__.mojo is left to
+    MAX, whose real error the report then explains)."""
+    if not path.exists():
+        raise GpuDoctorError(f"{path}: no such file or directory", hint="give the folder holding your .mojo files")
+    if path.is_file() and path.suffix not in (".mojo", ".mojopkg", ".mojoc", ".🔥"):
+        raise GpuDoctorError(f"{path}: not a Mojo package", hint="give the folder holding __init__.mojo")
+    return path.absolute()
+
+
+def _kernel_args(package: Path, scan: PackageScan, calls: Sequence[KernelCall]) -> tuple[str, ...]:
+    args = ["--package", str(package)]
+    if scan.ops:
+        args += ["--ops", *[op.name for op in scan.ops]]
+    if calls:
+        args += ["--calls", json.dumps([c.to_dict() for c in calls], separators=(",", ":"))]
+    return tuple(args)
+
+
+def plan_kernel(
+    options: KernelOptions,
+    environment: Environment,
+    scan: PackageScan,
+    calls: Sequence[KernelCall],
+    scratch: Path,
+) -> list[PlannedRun]:
+    """Control and kernel on the CPU, then on each GPU; each GPU's kernel run waits for the CPU's results.
+
+    Without calls the package is only compiled (on the CPU) and its ops listed: there is nothing to compare.
+    """
+    python = resolve_python(options.python)
+    probe_dir = (options.probe_dir or default_probe_dir()).absolute()
+    control = next((s for s in load_catalog(probe_dir) if s.id == CONTROL_PROBE), None)
+    if control is None:
+        raise GpuDoctorError(f"{probe_dir}: the probe catalog has no {CONTROL_PROBE!r} probe (the control kernel)")
+    control = dataclasses.replace(control, args=(*control.args, "--no-compile"))
+    base = _kernel_args(options.package, scan, calls)
+    saved = scratch / "cpu-results.pt"
+    wanted = set(options.devices) if options.devices else {Device.CPU, Device.CUDA}
+    if not calls:
+        wanted = {Device.CPU}
+
+    def planned(spec: ProbeSpec, device: Device, target: GpuTarget | None, after: tuple[str, ...] = ()) -> PlannedRun:
+        invocation = ProbeInvocation(
+            spec=spec,
+            device=device,
+            python=python,
+            probe_dir=probe_dir,
+            timeout_s=options.timeout_s or spec.timeout_s,
+            extra_env=target.env if target else {},
+            gpu_label=target.label if target else None,
+        )
+        return PlannedRun(invocation, (), known_skip_reason(spec, device, environment), runs_after=after)
+
+    plan: list[PlannedRun] = []
+    cpu_kernel_id = KERNEL_SPEC.run_id(Device.CPU)
+    if Device.CPU in wanted:
+        if calls:
+            plan.append(planned(control, Device.CPU, None))
+        plan.append(planned(dataclasses.replace(KERNEL_SPEC, args=(*base, "--save", str(saved))), Device.CPU, None))
+    if Device.CUDA in wanted:
+        gpu_kernel = dataclasses.replace(KERNEL_SPEC, args=(*base, "--compare", str(saved)))
+        after = (cpu_kernel_id,) if Device.CPU in wanted else ()
+        for target in gpu_targets(environment):
+            plan.append(planned(control, Device.CUDA, target))
+            plan.append(planned(gpu_kernel, Device.CUDA, target, after))
+    return plan
+
+
+def kernel_section(package: Path, scan: PackageScan, calls: Sequence[KernelCall]) -> dict[str, object]:
+    return {"package": redact_text(str(package)), "scan": scan.to_dict(), "calls": [c.to_dict() for c in calls]}
+
+
+def diagnose_kernel(
+    options: KernelOptions,
+    *,
+    on_start: StartCallback | None = None,
+    on_result: ResultCallback | None = None,
+) -> Report:
+    """Scan, plan, run and report on a user's kernel package."""
+    package = check_package_path(options.package)
+    options = dataclasses.replace(options, package=package)
+    scan = scan_package(package)
+    calls = resolve_calls(options.requests, scan)
+    python = resolve_python(options.python)
+    environment = collect_environment(python, extra_packages=KERNEL_SPEC.needs_packages)
+    with tempfile.TemporaryDirectory(prefix="gpudoctor-kernel-") as scratch:
+        planned = plan_kernel(options, environment, scan, calls, Path(scratch))
+        results = run_plan(planned, jobs=options.jobs, on_start=on_start, on_result=on_result)
+        report = make_report(environment, results, kernel=kernel_section(package, scan, calls))
+        return verify_patches(report, planned)

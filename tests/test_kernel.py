@@ -1,0 +1,270 @@
+"""`gpudoctor kernel`: the static scan, the call spec, and real runs of user-style kernels with MAX on the CPU."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, TESTS, run_cli, validate_report
+
+from gpudoctor.errors import GpuDoctorError
+from gpudoctor.kernel import gpu_targets
+from gpudoctor.kernelspec import CallRequest, load_spec, parse_parameter, parse_shape, resolve_calls
+from gpudoctor.model import Driver, Environment, Gpu, Platform
+from gpudoctor.mojoscan import scan_package
+
+KERNELS = TESTS / "kernels"
+CONTROL = ROOT / "kernels" / "mojo1" / "control"
+
+EXECUTE_HEAD = """\
+from extensibility import register, InputTensor, OutputTensor, foreach
+from max.gpu.host import DeviceContext
+from layout import Coord
+
+
+@register("op")
+struct Op:
+    @staticmethod
+    def execute[
+        target: StaticString,
+        factor: Int = 2,
+    ](
+        out: OutputTensor[dtype = DType.float32, rank=2, ...],
+        x: InputTensor[dtype = DType.bfloat16, rank=3, ...],
+        y: InputTensor[rank=1, ...],  # generic dtype
+        ctx: DeviceContext,
+    ) raises:
+"""
+
+
+def _scan_body(tmp_path: Path, body: str) -> list[tuple[int, str]]:
+    (tmp_path / "__init__.mojo").write_text("")
+    (tmp_path / "op.mojo").write_text(EXECUTE_HEAD + body)
+    scan = scan_package(tmp_path)
+    assert scan.is_package and [op.name for op in scan.ops] == ["op"]
+    return [(line.line, line.text) for line in scan.ops[0].host_indexing]
+
+
+# --- the static scan -------------------------------------------------------------------------------
+
+
+def test_scan_reads_the_execute_signature(tmp_path: Path) -> None:
+    _scan_body(tmp_path, "        pass\n")
+    op = scan_package(tmp_path).ops[0]
+    assert op.struct == "Op" and op.file == "op.mojo" and op.line == 6
+    assert [(t.name, t.role, t.dtype, t.rank) for t in op.tensors] == [
+        ("out", "output", "float32", 2),
+        ("x", "input", "bfloat16", 3),
+        ("y", "input", None, 1),
+    ]
+    assert op.parameters == ("factor: Int = 2",)
+
+
+def test_scan_flags_host_indexing_but_not_closures_or_cpu_branches(tmp_path: Path) -> None:
+    body = """\
+        out[0, 0] = x[0, 0, 0]          # line 18: host code on every target
+        def f[width: Int](idx: Coord) {x} -> SIMD[DType.float32, width]:
+            return x.load[width](idx)   # inside the closure foreach runs: fine
+        foreach[target=target](f, out, ctx)
+        if target == "cpu":
+            out[1, 1] = 0               # CPU-only branch: host memory, fine
+        else:
+            var v = y[0]                # line 25: the GPU side of the test
+        comptime if is_cpu[target]():
+            out.store(0, 1)             # fine
+        var n = out.dim_size(0)         # a shape query, not memory: fine
+        for i in range(3):
+            out.store(i, x.load(i))     # line 30: host loop touching memory
+        # out[9, 9] = 1 in a comment is not code
+"""
+    assert _scan_body(tmp_path, body) == [
+        (18, "out[0, 0] = x[0, 0, 0]"),
+        (25, "var v = y[0]"),
+        (30, "out.store(i, x.load(i))"),
+    ]
+
+
+def test_scan_of_the_shipped_kernels() -> None:
+    control = scan_package(CONTROL)
+    assert {op.name for op in control.ops} == {"add_one", "scale"}
+    assert control.host_indexing == () and control.legacy_imports == ()
+    legacy = scan_package(KERNELS / "legacy_syntax")
+    assert [line.text for line in legacy.legacy_imports] == [
+        "import compiler",
+        "from runtime.asyncrt import DeviceContextPtr",
+        "from tensor import InputTensor, OutputTensor",
+    ]
+    assert [str(line) for line in scan_package(KERNELS / "host_indexing").host_indexing] == [
+        "copy_first.mojo:18: output[0, 0] = input[0, 0]"
+    ]
+    assert scan_package(KERNELS / "gpu_differs").host_indexing == ()  # its host write is CPU-only
+    assert not scan_package(KERNELS / "no_init").is_package
+
+
+# --- the call spec ---------------------------------------------------------------------------------
+
+
+def test_options_are_completed_from_the_signature() -> None:
+    scan = scan_package(CONTROL)
+    (call,) = resolve_calls([CallRequest("scale", "--op scale", shape=(2, 3), parameters={"factor": 3})], scan)
+    assert call.describe() == "scale[factor=3](out: float32[2x3]; in: float32[2x3])"
+    assert parse_shape("64x64") == (64, 64) and parse_shape("3, 4") == (3, 4)
+    assert parse_parameter("n=3") == ("n", 3) and parse_parameter("b=true") == ("b", True)
+    assert parse_parameter("r=0.5") == ("r", 0.5) and parse_parameter("s=abc") == ("s", "abc")
+
+
+@pytest.mark.parametrize(
+    ("request_", "message"),
+    [
+        (CallRequest("nope", "--op nope", shape=(2, 2)), "no op 'nope' in the package"),
+        (CallRequest("add_one", "--op add_one", shape=(2, 2, 2)), "'output' is rank 2 in the signature"),
+        (CallRequest("add_one", "--op add_one"), "no shape for output 'output'"),
+        (CallRequest("add_one", "--op add_one", shape=(2, 2), outputs=((None, "int32"),)), "is float32 in the sig"),
+        (CallRequest("add_one", "--op add_one", shape=(2, 2), inputs=((None, None),) * 2), r"takes 1 input\(s\)"),
+    ],
+)
+def test_calls_that_clash_with_the_signature_are_usage_errors(request_: CallRequest, message: str) -> None:
+    with pytest.raises(GpuDoctorError, match=message):
+        resolve_calls([request_], scan_package(CONTROL))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[[call]]\nop = 3\n", r"call\[0\]: field 'op'"),
+        ("[[call]]\nop = 'a'\nshape = [0, 2]\n", r"call\[0\]: field 'shape'"),
+        ("[[call]]\nop = 'a'\ndtype = 'float128'\n", r"call\[0\]: field 'dtype'"),
+        ("[[call]]\nop = 'a'\nvalues = 'zeros'\n", r"call\[0\]: field 'values'"),
+        ("[[call]]\nop = 'a'\nrtol = -1\n", r"call\[0\]: field 'rtol'"),
+        ("[[call]]\nop = 'a'\nparameters = { n = [1] }\n", r"call\[0\]: parameter 'n'"),
+        ("[[call]]\nop = 'a'\ninputs = [{ shape = [2], colour = 'red' }]\n", r"field 'inputs'\[0\].*colour"),
+        ("[[call]]\nop = 'a'\nsurprise = 1\n", r"call\[0\].*surprise"),
+        ("[[call]]\nop = 'a'\n[[call]]\nop = 'b'\nshape = 'big'\n", r"call\[1\]: field 'shape'"),
+        ("calls = 1\n", "unknown top-level key 'calls'"),
+        ("[[call]\n", "not valid TOML"),
+    ],
+)
+def test_malformed_spec_files_name_file_call_and_field(tmp_path: Path, text: str, message: str) -> None:
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text)
+    with pytest.raises(GpuDoctorError, match=message) as caught:
+        load_spec(spec)
+    assert str(spec) in caught.value.one_line()
+
+
+def test_one_run_per_gpu_each_selected_in_its_own_process() -> None:
+    def environment(count: int) -> Environment:
+        gpus = tuple(Gpu(index=i, name="GPU") for i in range(count))
+        platform = Platform("3.11", "CPython", "Linux", None, None, None, "x86_64")
+        return Environment(platform, Driver("ok", "580", "13.0", gpus), {}, {}, "python")
+
+    assert [(t.label, t.env) for t in gpu_targets(environment(1), env={})] == [(None, {})]
+    two = gpu_targets(environment(2), env={})
+    assert [t.label for t in two] == ["0", "1"]
+    assert two[1].env == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "1"}
+    chosen = gpu_targets(environment(4), env={"CUDA_VISIBLE_DEVICES": "2,3"})
+    assert [(t.label, t.env) for t in chosen] == [
+        ("0", {"CUDA_VISIBLE_DEVICES": "2"}),
+        ("1", {"CUDA_VISIBLE_DEVICES": "3"}),
+    ]
+
+
+# --- real runs with torch and MAX on the CPU ---------------------------------------------------------
+
+
+def _kernel_json(*args: str) -> tuple[int, dict[str, Any]]:
+    completed = run_cli("kernel", *args, "--json")
+    assert completed.stdout, completed.stderr[-3000:]
+    report = json.loads(completed.stdout)
+    validate_report(report)
+    return completed.returncode, report
+
+
+def _result(report: dict[str, Any], run_id: str) -> dict[str, Any]:
+    return next(r for r in report["results"] if r["id"] == run_id)
+
+
+def _finding(report: dict[str, Any], finding_id: str) -> dict[str, Any]:
+    found = [f for f in report["findings"] if f["id"] == finding_id]
+    assert found, [f["id"] for f in report["findings"]]
+    return found[0]
+
+
+def test_host_indexing_kernel_passes_on_the_cpu_yet_gets_the_static_hint() -> None:
+    code, report = _kernel_json(str(KERNELS / "host_indexing"), "--op", "copy_first", "--shape", "1x1")
+    assert _result(report, "kernel/cpu")["outcome"] == "pass"
+    assert _result(report, "custom-op/cpu")["outcome"] == "pass"  # the control ran next to it
+    for run_id in ("kernel/cuda", "custom-op/cuda"):
+        assert _result(report, run_id)["skip_reason"] == "no CUDA device (no NVIDIA driver)"
+    finding = _finding(report, "host-code-indexes-device-tensor")
+    assert finding["evidence"] == [
+        "static scan: copy_first.mojo:18: `output[0, 0] = input[0, 0]` (op copy_first, outside foreach)"
+    ]
+    assert "foreach" in finding["fix"]
+    assert code == 1  # a problem finding, although every probe that ran passed
+    assert report["kernel"]["calls"][0]["outputs"] == [{"shape": [1, 1], "dtype": "float32"}]
+
+
+def test_without_calls_the_package_is_compiled_and_its_ops_listed() -> None:
+    completed = run_cli("kernel", str(CONTROL))
+    assert completed.returncode == 0, completed.stdout + completed.stderr[-2000:]
+    assert "compiles on cpu; ops: add_one, scale (no calls given)" in completed.stdout
+    assert "op scale (scale.mojo:" in completed.stdout and "parameters [factor: Int = 2]" in completed.stdout
+    assert f"gpudoctor kernel {CONTROL} --op add_one --shape 64x64" in completed.stdout
+    assert "custom-op/" not in completed.stdout  # nothing to compare, so no control run
+
+
+def test_kernel_written_for_old_mojo_gets_the_migration_hint() -> None:
+    code, report = _kernel_json(str(KERNELS / "legacy_syntax"), "--op", "copy_first", "--shape", "1x1")
+    assert code == 1
+    result = _result(report, "kernel/cpu")
+    assert result["outcome"] == "fail" and result["exception_type"].endswith("CompileFailed")
+    errors = result["details"]["compile_errors"]
+    assert any("copy_first.mojo:2:8: error: unable to locate module 'compiler'" in e for e in errors)
+    assert any("'fn' has been removed" in e for e in errors)
+    migration = _finding(report, "mojo1-kernel-migration")
+    assert migration["evidence"] == ["kernel/cpu fail, matching \"unable to locate module 'compiler'\""]
+    assert "from extensibility import register" in migration["fix"]
+    assert "mojo package" in _finding(report, "kernel-does-not-compile")["fix"]
+
+
+def test_folder_without_init_mojo_is_explained() -> None:
+    code, report = _kernel_json(str(KERNELS / "no_init"), "--op", "add_one", "--shape", "2x2", "--device", "cpu")
+    assert code == 1
+    assert "must be a Mojo source or binary package" in _result(report, "kernel/cpu")["message"]
+    assert report["kernel"]["scan"]["is_package"] is False
+    assert _finding(report, "custom-op-library-not-a-package")["fix"] == "touch <kernel dir>/__init__.mojo"
+
+
+def test_spec_file_calls_and_a_parameter_mismatch(tmp_path: Path) -> None:
+    spec = tmp_path / "calls.toml"
+    spec.write_text(
+        '[[call]]\nop = "add_one"\nshape = [4, 5]\nvalues = "random"\n\n'
+        '[[call]]\nop = "scale"\nshape = [2, 3]\nparameters = { scale_factor = 3 }\n'
+    )
+    code, report = _kernel_json(str(CONTROL), "--spec", str(spec), "--device", "cpu")
+    assert code == 1
+    result = _result(report, "kernel/cpu")
+    assert result["outcome"] == "fail"
+    assert result["last_step"] == "call scale[scale_factor=3] on cpu"  # add_one ran first and passed
+    finding = _finding(report, "custom-op-parameter-mismatch")
+    assert "supplied to custom op 'scale' does not exist in the corresponding Mojo code" in finding["evidence"][0]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["kernel", "/no/such/package"], "/no/such/package: no such file or directory"),
+        (["kernel", str(CONTROL), "--shape", "2x2"], "--shape, --dtype and --param need --op NAME"),
+        (["kernel", str(CONTROL), "--op", "add_one", "--shape", "2xfour"], "--shape '2xfour': not a shape"),
+        (["kernel", str(CONTROL), "--op", "add_one", "--shape", "2x2", "--param", "oops"], "write it as name=value"),
+        (["kernel", str(CONTROL), "--op", "nope", "--shape", "2"], "no op 'nope' in the package"),
+    ],
+)
+def test_kernel_usage_errors_are_one_line_and_exit_2(args: list[str], message: str) -> None:
+    completed = run_cli(*args)
+    assert completed.returncode == 2
+    assert message in completed.stderr and len(completed.stderr.strip().splitlines()) == 1
+    assert completed.stdout == ""
