@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,8 @@ from conftest import ROOT, TESTS, run_cli, validate_report
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.kernel import gpu_targets
 from gpudoctor.kernelspec import CallRequest, load_spec, parse_parameter, parse_shape, resolve_calls
-from gpudoctor.model import Driver, Environment, Gpu, Platform
+from gpudoctor.knowledge import load_known_issues, match_findings
+from gpudoctor.model import Driver, Environment, Gpu, Outcome, Platform, Report
 from gpudoctor.mojoscan import scan_package
 
 KERNELS = TESTS / "kernels"
@@ -268,3 +270,64 @@ def test_kernel_usage_errors_are_one_line_and_exit_2(args: list[str], message: s
     assert completed.returncode == 2
     assert message in completed.stderr and len(completed.stderr.strip().splitlines()) == 1
     assert completed.stdout == ""
+
+
+def test_a_shared_param_goes_only_to_the_ops_that_declare_it() -> None:
+    scan = scan_package(CONTROL)
+    requests = [
+        CallRequest(op, f"--op {op}", shape=(2, 2), parameters={"factor": 3, "other": 1}, shared_parameters=True)
+        for op in ("add_one", "scale")
+    ]
+    add_one, scale = resolve_calls(requests, scan)
+    # "factor" is scale's; "other" is declared nowhere, so it reaches both and MAX reports it.
+    assert add_one.parameters == {"other": 1} and scale.parameters == {"factor": 3, "other": 1}
+
+
+# --- what the H100 recorded (real runs, see docs/h100-kernel.md) ----------------------------------------
+
+
+def _recorded(name: str) -> Report:
+    return Report.from_dict(json.loads((TESTS / "fixtures" / name).read_text()))
+
+
+def test_recorded_h100_host_indexing_crash_is_diagnosed_next_to_the_passing_control() -> None:
+    recorded = _recorded("h100-kernel-host-indexing.json")
+    validate_report(recorded.to_dict())
+    crash = recorded.result("kernel/cuda")
+    assert crash is not None and crash.outcome is Outcome.CRASH and crash.signal == "SIGSEGV"
+    assert crash.last_step == "call copy_first on cuda"
+    assert recorded.result("custom-op/cuda").outcome is Outcome.PASS  # type: ignore[union-attr]
+    assert recorded.result("kernel/cpu").outcome is Outcome.PASS  # type: ignore[union-attr]
+    # Matching is pure: today's knowledge applied to the recorded results gives the same diagnosis.
+    findings = {f.id: f for f in match_findings(recorded, load_known_issues())}
+    assert set(findings) == {"host-code-indexes-device-tensor"}
+    assert findings["host-code-indexes-device-tensor"].evidence == (
+        "static scan: copy_first.mojo:18: `output[0, 0] = input[0, 0]` (op copy_first, outside foreach)",
+        "kernel/cuda crashed (SIGSEGV) while the control kernel custom-op/cuda passed on the same GPU and stack",
+    )
+
+
+def test_recorded_h100_gpu_result_difference_is_caught() -> None:
+    recorded = _recorded("h100-kernel-gpu-differs.json")
+    failed = recorded.result("kernel/cuda")
+    assert failed is not None and failed.outcome is Outcome.FAIL and failed.details["differs_from_cpu"] is True
+    assert "12 of 12 elements beyond rtol=0.0001, atol=1e-05" in failed.summary
+    assert "cuda 0.0 vs cpu -1.0" in failed.summary  # -2 + 2 on the GPU, -2 + 1 on the CPU
+    findings = {f.id for f in match_findings(recorded, load_known_issues())}
+    assert findings == {"kernel-gpu-differs-from-cpu"}
+
+
+def test_control_failing_too_blames_the_stack() -> None:
+    recorded = _recorded("h100-kernel-host-indexing.json")
+    control = recorded.result("custom-op/cuda")
+    assert control is not None
+    broken = dataclasses.replace(control, outcome=Outcome.CRASH, signal="SIGSEGV")
+    stack_broken = dataclasses.replace(
+        recorded, results=tuple(broken if r.id == control.id else r for r in recorded.results)
+    )
+    findings = {f.id: f for f in match_findings(stack_broken, load_known_issues())}
+    assert findings["control-kernel-fails-too"].evidence == (
+        "kernel/cuda crash and the control kernel custom-op/cuda crash too",
+    )
+    # The static hint stays, but a crash is no longer blamed on the kernel alone.
+    assert all("while the control kernel" not in e for e in findings["host-code-indexes-device-tensor"].evidence)

@@ -120,7 +120,13 @@ def _kernel_requests(options: argparse.Namespace) -> tuple[CallRequest, ...]:
     parameters = dict(parse_parameter(p) for p in options.param or ())
     return tuple(
         CallRequest(
-            op=op, where=f"--op {op}", shape=shape, dtype=options.dtype, parameters=parameters, values=options.values
+            op=op,
+            where=f"--op {op}",
+            shape=shape,
+            dtype=options.dtype,
+            parameters=parameters,
+            values=options.values,
+            shared_parameters=len(options.op) > 1,
         )
         for op in options.op
     )

@@ -98,6 +98,9 @@ class CallRequest:
     atol: float | None = None
     outputs: tuple[tuple[tuple[int, ...] | None, str | None], ...] | None = None
     inputs: tuple[tuple[tuple[int, ...] | None, str | None], ...] | None = None
+    # --param given once for several --op: each op gets only the parameters its signature declares
+    # (a parameter no scanned op declares still goes to every op, so MAX's own error shows).
+    shared_parameters: bool = False
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -269,6 +272,18 @@ def _resolve_tensors(
     return tuple(tensors)
 
 
+def _declared_parameter_names(op: OpInfo) -> set[str]:
+    return {p.split(":")[0].split("=")[0].strip() for p in op.parameters}
+
+
+def _parameters_for(request: CallRequest, op: OpInfo | None, scan: PackageScan) -> dict[str, ParameterValue]:
+    if not request.shared_parameters or op is None:
+        return dict(request.parameters)
+    declared_anywhere = set().union(*(_declared_parameter_names(o) for o in scan.ops))
+    mine = _declared_parameter_names(op)
+    return {k: v for k, v in request.parameters.items() if k in mine or k not in declared_anywhere}
+
+
 def resolve_calls(requests: Sequence[CallRequest], scan: PackageScan) -> tuple[KernelCall, ...]:
     """Complete each request from the scanned signatures; an unknown op or a clash is a usage error."""
     calls = []
@@ -284,7 +299,7 @@ def resolve_calls(requests: Sequence[CallRequest], scan: PackageScan) -> tuple[K
                 op=request.op,
                 outputs=_resolve_tensors(request, "output", request.outputs, op),
                 inputs=_resolve_tensors(request, "input", request.inputs, op),
-                parameters=dict(request.parameters),
+                parameters=_parameters_for(request, op, scan),
                 values=request.values,
                 rtol=request.rtol,
                 atol=request.atol,
