@@ -50,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gpudoctor",
         description="Check whether this GPU custom-op stack (driver, CUDA, torch, MAX, Mojo) works, "
         "and if not, what breaks. Exit status: 0 healthy, 1 a problem found, 2 usage error.",
-        epilog="Your own kernels: gpudoctor kernel PATH (see gpudoctor kernel --help).",
+        epilog="Your own kernels: gpudoctor kernel PATH. The compatibility matrix: gpudoctor matrix "
+        "{add,check,show,near,readme}. Each has --help.",
     )
     parser.add_argument("--version", action="version", version=f"gpudoctor {__version__}")
     output = parser.add_mutually_exclusive_group()
@@ -151,6 +152,103 @@ def run_kernel(argv: Sequence[str]) -> int:
     return report.exit_code
 
 
+def build_matrix_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpudoctor matrix",
+        description="The shared compatibility matrix (matrix/rows/*.toml): add this environment's row, check "
+        "rows, show them, or find the rows nearest this environment.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def common(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--matrix", type=Path, metavar="DIR", help="the matrix folder (default: ./matrix)")
+
+    add = commands.add_parser("add", help="record this environment's results (a run now, or --from a --json)")
+    common(add)
+    add.add_argument("--from", dest="source", type=Path, metavar="REPORT", help="a saved `gpudoctor --json`")
+    add.add_argument("--note", help="a short plain-text note for the row")
+    add.add_argument("--jobs", "-j", type=_positive_int, default=2, help="probes at once for a new run")
+    add.add_argument("--python", metavar="PATH", help="the interpreter to examine for a new run")
+    check = commands.add_parser("check", help="validate every row; exit 1 naming file and field")
+    common(check)
+    show = commands.add_parser("show", help="the rows as a table")
+    common(show)
+    show.add_argument("--package", action="append", default=[], metavar="SPEC", help="e.g. torch>=2.7, max==26.7.0")
+    show.add_argument("--gpu", metavar="TEXT", help="rows whose GPU name contains TEXT (or cpu)")
+    near = commands.add_parser("near", help="the rows closest to this environment, and what differs")
+    common(near)
+    near.add_argument("--from", dest="source", type=Path, metavar="REPORT", help="compare a saved --json run")
+    near.add_argument("--python", metavar="PATH", help="the interpreter whose environment to compare")
+    near.add_argument("--count", type=_positive_int, default=5, help="how many rows (default 5)")
+    readme = commands.add_parser("readme", help="regenerate matrix/README.md from the rows")
+    common(readme)
+    readme.add_argument("--check", action="store_true", help="exit 1 if README.md is stale instead of writing")
+    return parser
+
+
+def _load_report_file(path: Path) -> Report:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return Report.from_dict(data)
+    except OSError as error:
+        raise GpuDoctorError(f"{path}: cannot read: {error.strerror or error}") from error
+    except (ValueError, KeyError, TypeError) as error:
+        raise GpuDoctorError(f"{path}: not a gpudoctor --json report ({type(error).__name__}: {error})") from error
+
+
+def run_matrix(argv: Sequence[str]) -> int:
+    from gpudoctor import matrix
+    from gpudoctor.catalog import default_probe_dir, load_catalog
+
+    options = build_matrix_parser().parse_args(argv)
+    directory = matrix.default_matrix_dir(options.matrix, writing=options.command in ("add", "readme"))
+    known = {spec.run_id(d) for spec in load_catalog(default_probe_dir()) for d in spec.devices}
+    if options.command == "check":
+        rows, errors = matrix.check_matrix(directory, known)
+        for line in errors:
+            sys.stderr.write(safe_text(line) + "\n")
+        print(f"{len(rows)} rows valid, {len(errors)} with errors in {directory}")
+        return EXIT_PROBLEM if errors else EXIT_OK
+    if options.command == "readme":
+        text = matrix.readme_text(matrix.load_matrix(directory, known))
+        target = directory / "README.md"
+        if options.check:
+            stale = not target.is_file() or target.read_text(encoding="utf-8") != text
+            print(f"{target} is {'stale: run gpudoctor matrix readme' if stale else 'up to date'}")
+            return EXIT_PROBLEM if stale else EXIT_OK
+        matrix.atomic_write(target, text)
+        print(f"wrote {target}")
+        return EXIT_OK
+    if options.command == "add":
+        report = _matrix_report(options)
+        row = matrix.row_from_report(report, known, note=options.note)
+        path, merged, new = matrix.add_row(directory, row)
+        changed = [p for p in row.results if merged.results[p].runs > 1 and merged.results[p].agreeing == 1]
+        what = f"{len(row.results)} probe results" + (f", outcome changed for {', '.join(changed)}" if changed else "")
+        print(f"{'new row' if new else 'merged into'} {path} ({what})")
+        return EXIT_OK
+    rows = matrix.load_matrix(directory, known)
+    if options.command == "show":
+        print(matrix.show_text(matrix.filter_rows(rows, options.package, options.gpu)), end="")
+        return EXIT_OK
+    own = _load_report_file(options.source) if options.source else None
+    if own is None:
+        from gpudoctor.doctor import make_report, resolve_python
+        from gpudoctor.inventory import collect_environment
+
+        own = make_report(collect_environment(resolve_python(options.python)))
+    print(matrix.near_text(own, rows, known, options.count), end="")
+    return EXIT_OK
+
+
+def _matrix_report(options: argparse.Namespace) -> Report:
+    if options.source is not None:
+        return _load_report_file(options.source)
+    from gpudoctor.doctor import DoctorOptions, diagnose
+
+    return diagnose(DoctorOptions(python=options.python, jobs=options.jobs))
+
+
 def _emit(report: Report, options: argparse.Namespace) -> None:
     if options.json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
@@ -183,6 +281,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["kernel"]:
         return run_kernel(argv[1:])
+    if argv[:1] == ["matrix"]:
+        return run_matrix(argv[1:])
     options = build_parser().parse_args(argv)
     if options.list:
         return _list_probes(options.probes)

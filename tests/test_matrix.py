@@ -1,0 +1,264 @@
+"""The compatibility matrix: row validation, atomic merged writes, the real rows, `near`, the README."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomli_w
+import tomllib
+from conftest import ROOT, TESTS, run_cli
+
+from gpudoctor.catalog import default_probe_dir, load_catalog
+from gpudoctor.errors import GpuDoctorError
+from gpudoctor.matrix import (
+    MatrixError,
+    check_matrix,
+    load_matrix,
+    load_row,
+    nearest,
+    readme_text,
+    row_from_report,
+    transitions,
+)
+from gpudoctor.model import Outcome, Report
+
+MATRIX = ROOT / "matrix"
+FIXTURES = TESTS / "fixtures"
+KNOWN = {spec.run_id(d) for spec in load_catalog(default_probe_dir()) for d in spec.devices}
+
+
+def _report(name: str) -> Report:
+    return Report.from_dict(json.loads((FIXTURES / name).read_text()))
+
+
+def _valid_row_data() -> dict[str, Any]:
+    row = row_from_report(_report("h100-suite-report.json"), KNOWN)
+    return tomllib.loads(row.to_toml())
+
+
+def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, last = dotted.split("|")
+    for key in parents:
+        data = data[key]
+    if value is _DELETE:
+        del data[last]
+    else:
+        data[last] = value
+
+
+_DELETE = object()
+_PROBE = "custom-op/cuda"
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "field", "message"),
+    [
+        ("schema", 2, "schema", "reads schema 1"),
+        ("hostname", "box", "hostname", "unknown field"),
+        ("environment|gpu", _DELETE, "environment.gpu", "missing"),
+        ("environment|torch", "two-point-six", "environment.torch", "not a version"),
+        ("environment|gpu_count", "one", "environment.gpu_count", "whole number"),
+        ("environment|driver", "580; rm -rf /", "environment.driver", "dotted numbers"),
+        ("environment|user", "alice", "environment.user", "unknown field"),
+        ("environment|gpu", "GPU-7bc3c477-ac81-8b60-b5e0-00d092caf6a4", "environment.gpu", "GPU UUID"),
+        ("results|no-such-probe/cpu", {"outcome": "pass"}, "results.no-such-probe/cpu", "unknown probe id"),
+        (f"results|{_PROBE}|outcome", "exploded", f"results.{_PROBE}.outcome", "must be one of"),
+        (f"results|{_PROBE}|signal", "segv", f"results.{_PROBE}.signal", "signal name"),
+        (f"results|{_PROBE}|agreeing", 5, f"results.{_PROBE}.agreeing", "cannot exceed runs"),
+        (f"results|{_PROBE}|date", "yesterday", f"results.{_PROBE}.date", "not a date"),
+        (f"results|{_PROBE}|colour", "red", f"results.{_PROBE}.colour", "unknown field"),
+        ("note", "\x1b[2J\x1b[31mall good", "note", "control character (\\x1b)"),
+        ("note", "ran in /home/alice/proj", "note", "home directory path"),
+        ("note", "x" * 5000, "note", "longer than 1000"),
+        ("updated", 20261122, "updated", "must be a string"),
+        ("results", {}, "results", "at least one probe"),
+    ],
+)
+def test_bad_rows_are_rejected_naming_file_and_field(
+    tmp_path: Path, where: str, value: Any, field: str, message: str
+) -> None:
+    data = _valid_row_data()
+    _set(data, where, value)
+    path = tmp_path / "row.toml"
+    path.write_text(tomli_w.dumps(data))
+    with pytest.raises(MatrixError) as caught:
+        load_row(path, KNOWN, strict_name=False)
+    text = str(caught.value)
+    assert text.startswith(f"{path}: field '{field}': "), text
+    assert message in text
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"schema = 1\n[environment\n", "not valid TOML"),
+        (b"note = '\xff\xfe'\n", "not UTF-8 text"),
+        (b"# " + b"x" * 70_000 + b"\n", "larger than 64 KiB"),
+    ],
+)
+def test_unreadable_row_files_are_rejected(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "row.toml"
+    path.write_bytes(content)
+    with pytest.raises(MatrixError, match=message):
+        load_row(path, KNOWN, strict_name=False)
+
+
+def test_a_row_must_live_in_the_file_its_fingerprint_names(tmp_path: Path) -> None:
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    row = row_from_report(_report("h100-suite-report.json"), KNOWN)
+    (rows / "my-row.toml").write_text(row.to_toml())
+    (rows / "notes.txt").write_text("stray")
+    valid, errors = check_matrix(tmp_path, KNOWN)
+    assert valid == []
+    assert errors == [
+        f"{rows / 'my-row.toml'}: file name should be {row.file_name} (from its environment's fingerprint)",
+        f"{rows / 'notes.txt'}: not a .toml row",
+    ]
+
+
+def test_matrix_check_cli_names_each_bad_file(tmp_path: Path) -> None:
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    good = row_from_report(_report("h100-suite-report.json"), KNOWN)
+    (rows / good.file_name).write_text(good.to_toml())
+    bad = rows / "bad.toml"
+    bad.write_text(good.to_toml().replace('outcome = "pass"', 'outcome = "\\u001b[31mpass"', 1))
+    completed = run_cli("matrix", "check", "--matrix", str(tmp_path))
+    assert completed.returncode == 1
+    assert f"{bad}: field 'results." in completed.stderr and "must be one of" in completed.stderr
+    assert "\x1b" not in completed.stderr  # the escape is shown, never sent to the terminal
+    assert "1 rows valid, 1 with errors" in completed.stdout
+
+
+def test_private_data_never_reaches_a_row() -> None:
+    report = _report("h100-suite-report.json")
+    text = row_from_report(report, KNOWN).to_toml()
+    for private in ("/work", "/home", "/root", "UUID", "GPU-", report.environment.python_executable):
+        assert private not in text
+    with pytest.raises(GpuDoctorError, match="home directory path"):
+        row_from_report(report, KNOWN, note="see /home/alice/log.txt")
+
+
+def test_adding_the_same_environment_merges_into_one_file(tmp_path: Path) -> None:
+    source = FIXTURES / "h100-suite-report.json"
+    first = run_cli("matrix", "add", "--from", str(source), "--matrix", str(tmp_path), "--note", "first")
+    assert first.returncode == 0, first.stderr
+    again = run_cli("matrix", "add", "--from", str(source), "--matrix", str(tmp_path))
+    assert again.returncode == 0 and again.stdout.startswith("merged into")
+    document = json.loads(source.read_text())
+    crashed = next(r for r in document["results"] if r["id"] == _PROBE)
+    crashed.update(outcome="crash", signal="SIGSEGV")
+    changed = tmp_path / "changed.json"
+    changed.write_text(json.dumps(document))
+    third = run_cli("matrix", "add", "--from", str(changed), "--matrix", str(tmp_path))
+    assert f"outcome changed for {_PROBE}" in third.stdout
+    (path,) = (tmp_path / "rows").glob("*.toml")
+    data = tomllib.loads(path.read_text())
+    assert data["note"] == "first"
+    assert data["results"][_PROBE] == {
+        "outcome": "crash",
+        "signal": "SIGSEGV",
+        "runs": 3,
+        "agreeing": 1,
+        "date": "2026-11-22",
+        "doctor": "0.1.0",
+    }
+    assert data["results"]["torch-env/cuda"]["runs"] == 3 and data["results"]["torch-env/cuda"]["agreeing"] == 3
+    assert list((tmp_path / "rows").iterdir()) == [path]
+
+
+_WRITER = """
+import resource, signal, sys
+from pathlib import Path
+from gpudoctor.matrix import atomic_write
+if sys.argv[2] == "killed":
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it by default: the write fails with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+atomic_write(Path(sys.argv[1]), "new row\\n" * 100_000)
+"""
+
+
+@pytest.mark.parametrize("how", ["killed", "ignore"])
+def test_a_write_interrupted_midway_leaves_the_old_row_whole(tmp_path: Path, how: str) -> None:
+    target = tmp_path / "rows" / "row.toml"
+    target.parent.mkdir()
+    target.write_text("old row\n")
+    completed = subprocess.run([sys.executable, "-c", _WRITER, str(target), how], capture_output=True, text=True)
+    if how == "killed":  # the kernel stops the writer mid-file with SIGXFSZ: nothing can clean up
+        assert completed.returncode == -signal.SIGXFSZ
+        leftovers = list(target.parent.glob(".row.toml.*.partial"))
+        assert len(leftovers) == 1 and leftovers[0].stat().st_size == 4096
+    else:
+        assert completed.returncode == 1 and "File too large" in completed.stderr
+        assert list(target.parent.glob(".*.partial")) == []
+    assert target.read_text() == "old row\n"  # never half-written
+    _, errors = check_matrix(tmp_path, KNOWN)
+    assert not any(".partial" in e for e in errors)  # a leftover is not mistaken for a row
+
+
+# --- the real rows ------------------------------------------------------------------------------------
+
+
+def test_the_real_rows_are_valid_and_come_from_several_environments() -> None:
+    completed = run_cli("matrix", "check", "--matrix", str(MATRIX))
+    assert completed.returncode == 0, completed.stderr
+    rows = load_matrix(MATRIX, KNOWN)
+    environments = {(r.value("gpu"), r.value("torch"), r.value("max")) for r in rows}
+    assert ("NVIDIA H100 80GB HBM3", "2.11.0", "26.7.0") in environments
+    assert ("cpu", "2.13.0+cpu", "26.7.0") in environments
+    assert ("cpu", "2.13.0+cpu", "26.1.0") in environments
+
+
+def test_matrix_readme_is_generated_from_the_rows() -> None:
+    expected = readme_text(load_matrix(MATRIX, KNOWN))
+    assert (MATRIX / "README.md").read_text() == expected, "matrix/README.md is stale: run gpudoctor matrix readme"
+    assert run_cli("matrix", "readme", "--check", "--matrix", str(MATRIX)).returncode == 0
+
+
+def test_markup_in_rows_is_escaped_in_the_readme(tmp_path: Path) -> None:
+    row = row_from_report(_report("h100-suite-report.json"), KNOWN, note="<script>alert(1)</script> [bold]x[/] | y")
+    text = readme_text([row])
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; [bold]x[/] \\| y" in text and "<script>" not in text
+
+
+def test_near_on_the_real_rows_ranks_by_what_differs() -> None:
+    rows = load_matrix(MATRIX, KNOWN)
+    completed = run_cli("matrix", "near", "--from", str(FIXTURES / "cpu-max26.1-report.json"), "--matrix", str(MATRIX))
+    assert completed.returncode == 0, completed.stderr
+    blocks = completed.stdout.split("\n\n")
+    assert blocks[1].splitlines()[:2] == [
+        "cpu_torch-2.13.0+cpu_max-26.1.0_f99f013d508b.toml (distance 0)",
+        "  same environment",
+    ]
+    assert blocks[2].splitlines()[:2] == [
+        "cpu_torch-2.13.0+cpu_max-26.7.0_936cbf9b7de5.toml (distance 4)",
+        "  differs: max 26.1.0 → 26.7.0, mojo-compiler 0.26.1.0 → 1.2.0",
+    ]
+    assert blocks[3].startswith("h100-80gb-hbm3_torch-2.11.0_max-26.7.0_")
+    # The H100 run, compared with the H100 row: the same environment, and no outcome differs.
+    h100 = nearest(row_from_report(_report("h100-suite-report.json"), KNOWN).environment, rows)
+    assert h100[0].distance == 0 and h100[0].row.value("gpu") == "NVIDIA H100 80GB HBM3"
+    assert h100[1].row.value("max") == "26.7.0" and h100[1].row.value("gpu") == "cpu"
+    assert transitions(rows) == []  # MAX 26.1 and 26.7 behave the same on this CPU: every probe passes
+
+
+def test_transitions_name_the_one_field_that_changed() -> None:
+    old = row_from_report(_report("cpu-max26.1-report.json"), KNOWN)
+    new = row_from_report(_report("cpu-max26.7-report.json"), KNOWN)
+    broken = dataclasses.replace(
+        old,
+        results={
+            **old.results,
+            "custom-op/cpu": dataclasses.replace(old.results["custom-op/cpu"], outcome=Outcome.CRASH, signal="SIGSEGV"),
+        },
+    )
+    (found,) = transitions([new, broken])
+    assert found.sentence() == "max 26.1.0 → 26.7.0 turned custom-op/cpu from crash (SIGSEGV) to pass"
