@@ -178,7 +178,7 @@ def test_adding_the_same_environment_merges_into_one_file(tmp_path: Path) -> Non
 _WRITER = """
 import resource, signal, sys
 from pathlib import Path
-from gpudoctor.matrix import atomic_write
+from gpudoctor.atomic import atomic_write
 if sys.argv[2] == "killed":
     signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it by default: the write fails with EFBIG
 resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))

@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print one JSON document (for CI)")
     output.add_argument("--markdown", action="store_true", help="print a Markdown report for a bug report")
+    output.add_argument("--plain", action="store_true", help="plain text even on a terminal (no TUI)")
     parser.add_argument("--python", metavar="PATH", help="the interpreter to examine (default: this one)")
     parser.add_argument("--no-probes", action="store_true", help="inventory only: run no probe")
     parser.add_argument("--only", metavar="ID", action="append", help="run only this probe (and what it needs)")
@@ -198,6 +199,7 @@ def _load_report_file(path: Path) -> Report:
 
 def run_matrix(argv: Sequence[str]) -> int:
     from gpudoctor import matrix
+    from gpudoctor.atomic import atomic_write
     from gpudoctor.catalog import default_probe_dir, load_catalog
 
     options = build_matrix_parser().parse_args(argv)
@@ -216,7 +218,7 @@ def run_matrix(argv: Sequence[str]) -> int:
             stale = not target.is_file() or target.read_text(encoding="utf-8") != text
             print(f"{target} is {'stale: run gpudoctor matrix readme' if stale else 'up to date'}")
             return EXIT_PROBLEM if stale else EXIT_OK
-        matrix.atomic_write(target, text)
+        atomic_write(target, text)
         print(f"wrote {target}")
         return EXIT_OK
     if options.command == "add":
@@ -298,6 +300,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         timeout_s=options.timeout,
         run_probes=not options.no_probes,
     )
+    if not (options.json or options.markdown or options.plain) and sys.stdin.isatty() and sys.stdout.isatty():
+        from gpudoctor.tui import run_tui  # only here: the other faces never import Textual
+
+        return run_tui(doctor_options)
     quiet = options.json or options.markdown or not sys.stderr.isatty()
     report = diagnose(doctor_options, on_result=None if quiet else _progress)
     _emit(report, options)

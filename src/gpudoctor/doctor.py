@@ -9,7 +9,7 @@ import dataclasses
 import datetime
 import shutil
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,18 +112,31 @@ def probe_directory(options: DoctorOptions) -> Path:
     return (options.probe_dir or default_probe_dir()).absolute()
 
 
+PlanCallback = Callable[[Environment, Sequence[PlannedRun]], None]
+
+
 def diagnose(
     options: DoctorOptions,
     *,
+    on_plan: PlanCallback | None = None,
     on_start: StartCallback | None = None,
     on_result: ResultCallback | None = None,
 ) -> Report:
-    """Run the whole pipeline and return the report."""
+    """Run the whole pipeline and return the report.
+
+    ``on_plan`` hears the environment and every planned run before any probe starts (a face can draw them);
+    ``on_start`` and ``on_result`` hear each run as it starts and ends, from worker threads.
+    """
     python = resolve_python(options.python)
     if not options.run_probes:
-        return make_report(collect_environment(python))
+        environment = collect_environment(python)
+        if on_plan is not None:
+            on_plan(environment, [])
+        return make_report(environment)
     specs = load_catalog(probe_directory(options))
     environment = collect_environment(python, extra_packages=(n for s in specs for n in s.needs_packages))
     planned = plan(options, environment, specs)
+    if on_plan is not None:
+        on_plan(environment, planned)
     results = run_plan(planned, jobs=options.jobs, on_start=on_start, on_result=on_result)
     return verify_patches(make_report(environment, results), planned)

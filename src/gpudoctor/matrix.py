@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,6 +27,7 @@ import tomllib
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from gpudoctor.atomic import PARTIAL_SUFFIX, atomic_write, sweep_partials
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Outcome, Report
 
@@ -36,7 +36,6 @@ MAX_ROW_BYTES = 64 * 1024
 MAX_TEXT = 200  # characters in any string field but the note
 MAX_NOTE = 1000
 ROWS_DIR = "rows"
-PARTIAL_SUFFIX = ".partial"
 
 # The environment key, in display order: field -> (required, kind). Absent optional fields mean "none".
 ENV_FIELDS: dict[str, tuple[bool, str]] = {
@@ -222,36 +221,6 @@ def merge(old: Row, new: Row) -> Row:
 
 
 # --- writing -----------------------------------------------------------------------------------------
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that a reader sees the old file or the new one, never a part.
-
-    The text goes to a hidden ``.partial`` file beside it, is flushed to disk, and replaces ``path`` in one
-    rename. If writing fails the partial file is removed and ``path`` is untouched.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=PARTIAL_SUFFIX, dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
-def sweep_partials(directory: Path) -> list[Path]:
-    """Remove ``.partial`` files a killed writer left behind; the rows themselves are never partial."""
-    removed = []
-    for leftover in directory.glob(f".*{PARTIAL_SUFFIX}"):
-        with contextlib.suppress(OSError):
-            leftover.unlink()
-            removed.append(leftover)
-    return removed
 
 
 def add_row(directory: Path, row: Row) -> tuple[Path, Row, bool]:

@@ -1,0 +1,195 @@
+"""The Textual TUI, driven by Pilot against real CPU probes and synthetic probes that really crash and hang,
+and once in a real terminal (tmux)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, SYNTHETIC, run_cli, validate_report
+
+from gpudoctor.doctor import DoctorOptions
+from gpudoctor.model import Outcome
+from gpudoctor.tui import DoctorApp
+
+MARKUP_PROBE = """
+from _harness import run_probe
+
+
+def main(ctx):
+    ctx.step("print [bold red]markup[/] and \\x1b[2J escapes")
+    raise RuntimeError("[bold red]not markup[/] \\x1b[2Jstill text [/]")
+
+
+run_probe("markup", main, devices=())
+"""
+
+CATALOG = """
+[[probe]]
+id = "torch-env"
+script = "torch_env.py"
+title = "torch imports, sees the device and runs one tiny op"
+stage = 1
+devices = ["cpu", "cuda"]
+needs = ["torch"]
+
+[[probe]]
+id = "segfaults"
+script = "segfaults.py"
+title = "reads address 0"
+stage = 1
+
+[[probe]]
+id = "markup"
+script = "markup.py"
+title = "[bold]a title with markup[/bold]"
+stage = 1
+
+[[probe]]
+id = "hangs"
+script = "hangs.py"
+title = "sleeps forever"
+stage = 2
+timeout_s = 2
+"""
+
+
+@pytest.fixture
+def mixed_probes(tmp_path: Path) -> Path:
+    """The real probe scripts (torch-env runs for real) beside synthetic ones that segfault and hang."""
+    probes = tmp_path / "probes"
+    shutil.copytree(ROOT / "probes", probes)
+    for name in ("segfaults", "hangs"):
+        text = (SYNTHETIC / f"{name}.py").read_text().replace("import _use_harness  # noqa: F401\n", "")
+        (probes / f"{name}.py").write_text(text)
+    (probes / "markup.py").write_text(MARKUP_PROBE)
+    (probes / "catalog.toml").write_text(CATALOG)
+    return probes
+
+
+async def _wait_for_report(app: DoctorApp, pilot: object, limit_s: float = 120) -> None:
+    deadline = time.monotonic() + limit_s
+    while app.report is None:
+        assert time.monotonic() < deadline, "the run did not finish"
+        await pilot.pause(0.1)  # type: ignore[attr-defined]
+
+
+async def _select(app: DoctorApp, pilot: object, run_id: str) -> None:
+    for _ in range(20):
+        if app.selected_run_id() == run_id:
+            return
+        await pilot.press("down")  # type: ignore[attr-defined]
+    raise AssertionError(f"could not select {run_id}")
+
+
+def test_run_select_a_crash_read_its_frames_export_and_contribute(mixed_probes: Path, tmp_path: Path) -> None:
+    asyncio.run(_run_select_export_contribute(mixed_probes, tmp_path))
+
+
+async def _run_select_export_contribute(mixed_probes: Path, tmp_path: Path) -> None:
+    exports, matrix = tmp_path / "exports", tmp_path / "matrix"
+    app = DoctorApp(DoctorOptions(probe_dir=mixed_probes, jobs=4), export_dir=exports, matrix_dir=matrix)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause(0.5)
+        # While probes run, the UI answers: the table is already there, with live status.
+        assert app.query_one("#probes").row_count == 5
+        await _wait_for_report(app, pilot)
+        assert app.report is not None
+        outcomes = {r.id: r.outcome for r in app.report.results}
+        assert outcomes == {
+            "torch-env/cpu": Outcome.PASS,
+            "torch-env/cuda": Outcome.SKIPPED,
+            "segfaults": Outcome.CRASH,
+            "markup": Outcome.FAIL,
+            "hangs": Outcome.TIMEOUT,
+        }
+        await _select(app, pilot, "segfaults")
+        details = app.details_text("segfaults").plain
+        assert "CRASH" in details and "SIGSEGV" in details and "read address 0" in details
+        assert "Python frames (innermost first):" in details and "segfaults.py" in details
+        assert "reproduce:" in details and "segfaults.py" in details
+
+        await pilot.press("j")
+        await pilot.press("m")
+        report = json.loads((exports / "gpudoctor-report.json").read_text())
+        validate_report(report)
+        assert {r["id"]: r["outcome"] for r in report["results"]}["segfaults"] == "crash"
+        assert "### segfaults: CRASH" in (exports / "gpudoctor-report.md").read_text()
+
+        await pilot.press("c")  # contribute: writes the row file and says where
+        (row,) = (matrix / "rows").glob("*.toml")
+        assert app.last_written == row
+        assert 'outcome = "crash"' in row.read_text() and 'signal = "SIGSEGV"' in row.read_text()
+        assert str(row) in str(app.query_one("#status").render())
+
+        await pilot.press("r")  # rerun the selected (crashing) probe: it crashes again, the report follows
+        await pilot.pause(0.2)
+        deadline = time.monotonic() + 30
+        while app.running:
+            assert time.monotonic() < deadline
+            await pilot.pause(0.1)
+        assert app.results["segfaults"].outcome is Outcome.CRASH
+        await pilot.press("q")
+
+
+def test_text_from_probes_is_shown_never_interpreted(mixed_probes: Path, tmp_path: Path) -> None:
+    asyncio.run(_markup_stays_text(mixed_probes, tmp_path))
+
+
+async def _markup_stays_text(mixed_probes: Path, tmp_path: Path) -> None:
+    options = DoctorOptions(probe_dir=mixed_probes, only=("markup",))
+    app = DoctorApp(options, export_dir=tmp_path, matrix_dir=tmp_path / "none")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await _wait_for_report(app, pilot, 60)
+        details = app.details_text("markup").plain
+        assert "[bold red]not markup[/] \\x1b[2Jstill text [/]" in details  # literal, escape made visible
+        assert "[bold]a title with markup[/bold]" in details
+        assert "\x1b" not in details
+        cell = app.query_one("#probes").get_row("markup")[4]  # type: ignore[attr-defined]
+        assert cell.plain == "RuntimeError: [bold red]not markup[/] \\x1b[2Jstill text [/]"
+        matrix_text = str(app.query_one("#matrix").render())
+        assert "no matrix folder" in matrix_text or "no rows" in matrix_text
+
+
+def test_not_a_terminal_gets_plain_text(mixed_probes: Path) -> None:
+    completed = run_cli("--probes", str(mixed_probes), "--only", "segfaults")
+    assert completed.returncode == 1
+    assert completed.stdout.startswith("gpudoctor ") and "CRASH    segfaults" in completed.stdout
+    assert "\x1b[" not in completed.stdout  # no terminal control from a TUI
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_smoke_in_a_real_terminal(mixed_probes: Path, tmp_path: Path) -> None:
+    session = f"gpudoctor-test-{time.monotonic_ns()}"
+    done = tmp_path / "exit-status"
+    command = f"{sys.executable} -m gpudoctor --probes {mixed_probes} --jobs 4; echo $? > {done}"
+    subprocess.run(
+        ["tmux", "new-session", "-d", "-s", session, "-x", "150", "-y", "40", "-c", str(tmp_path), command],
+        check=True,
+    )
+    try:
+        screen = ""
+        deadline = time.monotonic() + 120
+        while "done:" not in screen:
+            assert time.monotonic() < deadline, screen
+            time.sleep(0.5)
+            screen = subprocess.run(
+                ["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True, check=True
+            ).stdout
+        assert "gpudoctor" in screen and "NVIDIA driver" in screen and "no NVIDIA driver" in screen
+        assert "CRASH" in screen and "segfaults" in screen and "TIMEOUT" in screen
+        assert "q quit" in screen and "j export JSON" in screen
+        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+        deadline = time.monotonic() + 20
+        while not done.exists():
+            assert time.monotonic() < deadline, "q did not quit"
+            time.sleep(0.2)
+        assert done.read_text().strip() == "1"  # problems found: exit status 1, as without the TUI
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
