@@ -229,7 +229,7 @@ def test_kernel_written_for_old_mojo_gets_the_migration_hint() -> None:
     migration = _finding(report, "mojo1-kernel-migration")
     assert migration["evidence"] == ["kernel/cpu fail, matching \"unable to locate module 'compiler'\""]
     assert "from extensibility import register" in migration["fix"]
-    assert "mojo package" in _finding(report, "kernel-does-not-compile")["fix"]
+    assert "mojo precompile PATH -o /tmp/check.mojoc" in _finding(report, "kernel-does-not-compile")["fix"]
 
 
 def test_folder_without_init_mojo_is_explained() -> None:

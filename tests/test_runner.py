@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, SYNTHETIC
 
 from gpudoctor.catalog import load_catalog
 from gpudoctor.inventory import collect_environment
@@ -166,14 +168,14 @@ def test_missing_interpreter_is_a_failure_not_an_exception(synthetic_dir: Path) 
     assert result.exception_type == "FileNotFoundError"
 
 
-@pytest.mark.parametrize("jobs", [1, 4])
-def test_whole_synthetic_suite_runs_to_the_end(synthetic_dir: Path, jobs: int) -> None:
+@pytest.mark.parametrize(("jobs", "speculative"), [(1, False), (4, False), (4, True)])
+def test_whole_synthetic_suite_runs_to_the_end(synthetic_dir: Path, jobs: int, speculative: bool) -> None:
     """No crash, hang or flood stops the run: every variant gets a result, prerequisites gate."""
     specs = load_catalog(synthetic_dir)
     environment = collect_environment(extra_packages=[n for s in specs for n in s.needs_packages])
     plan = plan_runs(specs, environment, python=sys.executable, probe_dir=synthetic_dir)
     streamed: list[str] = []
-    results = run_plan(plan, jobs=jobs, on_result=lambda r: streamed.append(r.id))
+    results = run_plan(plan, jobs=jobs, on_result=lambda r: streamed.append(r.id), speculative=speculative)
     outcomes = {r.id: r.outcome for r in results}
     assert [r.id for r in results] == [p.run_id for p in plan]
     assert sorted(streamed) == sorted(outcomes)
@@ -189,6 +191,32 @@ def test_whole_synthetic_suite_runs_to_the_end(synthetic_dir: Path, jobs: int) -
     assert outcomes["needs-present-package"] is Outcome.PASS
     after = next(r for r in results if r.id == "after-segfault")
     assert after.outcome is Outcome.SKIPPED
-    assert after.skip_reason == "prerequisite segfaults did not pass (crash)"
+    assert after.skip_reason is not None
+    assert after.skip_reason.startswith("prerequisite segfaults did not pass (crash)")
     cuda = next(r for r in results if r.id == "passes/cuda")
     assert cuda.skip_reason is not None and cuda.skip_reason.startswith("no CUDA device")
+
+
+def test_speculative_runs_start_early_and_are_stopped_when_a_prerequisite_fails(tmp_path: Path) -> None:
+    """A dependent starts beside its prerequisite; when the prerequisite crashes, the dependent (here one
+    that would hang for a minute) is killed and reported skipped, as if it had waited."""
+    probes = tmp_path / "probes"
+    shutil.copytree(SYNTHETIC, probes)
+    (probes / "_use_harness.py").write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'probes')!r})\n")
+    (probes / "catalog.toml").write_text(
+        '[[probe]]\nid = "segfaults"\nscript = "segfaults.py"\ntitle = "crashes"\nstage = 1\n\n'
+        '[[probe]]\nid = "waits"\nscript = "hangs.py"\ntitle = "hangs"\nstage = 2\n'
+        'after = ["segfaults"]\ntimeout_s = 60\n'
+    )
+    specs = load_catalog(probes)
+    plan = plan_runs(specs, collect_environment(), python=sys.executable, probe_dir=probes)
+    events: list[str] = []
+    results = run_plan(
+        plan,
+        jobs=2,
+        on_start=lambda run: events.append(f"start {run.run_id}"),
+        on_result=lambda result: events.append(f"end {result.id}"),
+    )
+    assert events[:2] == ["start segfaults", "start waits"]  # the dependent did not wait
+    assert [r.outcome for r in results] == [Outcome.CRASH, Outcome.SKIPPED]
+    assert results[1].skip_reason == "prerequisite segfaults did not pass (crash); stopped while it ran ahead"

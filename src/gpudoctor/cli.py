@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +24,22 @@ from gpudoctor.render import safe_text
 EXIT_OK = 0
 EXIT_PROBLEM = 1
 EXIT_USAGE = 2
+
+
+PROBE_MEMORY_GIB = 1.5  # a probe process with torch and MAX loaded, measured at 0.7-1.3 GiB peak
+
+
+def default_jobs() -> int:
+    """Probe processes at once by default: one per CPU, at least 2, at most 16, and no more than the available
+    memory holds (a probe with torch and MAX loaded takes about a GiB)."""
+    jobs = max(2, min(16, os.cpu_count() or 2))
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            available_kib = next(int(line.split()[1]) for line in handle if line.startswith("MemAvailable:"))
+        jobs = min(jobs, max(1, int(available_kib / (PROBE_MEMORY_GIB * 1024 * 1024))))
+    except (OSError, StopIteration, ValueError):
+        pass
+    return jobs
 
 
 def _positive_int(text: str) -> int:
@@ -67,7 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         help="run only the variants for this device",
     )
-    parser.add_argument("--jobs", "-j", type=_positive_int, default=2, help="probes run at once (default 2)")
+    parser.add_argument(
+        "--jobs", "-j", type=_positive_int, default=None, help="probes run at once (default: one per CPU, 2 to 16)"
+    )
     parser.add_argument("--timeout", type=_positive_float, metavar="S", help="override every probe's timeout")
     parser.add_argument("--probes", type=Path, metavar="DIR", help="a folder of probes with its catalog.toml")
     parser.add_argument("--list", action="store_true", help="list the probes and exit")
@@ -101,7 +120,9 @@ def build_kernel_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--device", choices=[d.value for d in (Device.CPU, Device.CUDA)], action="append", help="only this device"
     )
-    parser.add_argument("--jobs", "-j", type=_positive_int, default=2, help="processes at once (default 2)")
+    parser.add_argument(
+        "--jobs", "-j", type=_positive_int, default=None, help="processes at once (default: one per CPU)"
+    )
     parser.add_argument("--timeout", type=_positive_float, metavar="S", help="limit for each run (default 600)")
     parser.add_argument("--probes", type=Path, metavar="DIR", help="a folder of probes with its catalog.toml")
     return parser
@@ -143,7 +164,7 @@ def run_kernel(argv: Sequence[str]) -> int:
         requests=_kernel_requests(options),
         python=options.python,
         devices=tuple(Device(d) for d in options.device) if options.device else None,
-        jobs=options.jobs,
+        jobs=options.jobs or default_jobs(),
         timeout_s=options.timeout,
         probe_dir=options.probes,
     )
@@ -168,7 +189,7 @@ def build_matrix_parser() -> argparse.ArgumentParser:
     common(add)
     add.add_argument("--from", dest="source", type=Path, metavar="REPORT", help="a saved `gpudoctor --json`")
     add.add_argument("--note", help="a short plain-text note for the row")
-    add.add_argument("--jobs", "-j", type=_positive_int, default=2, help="probes at once for a new run")
+    add.add_argument("--jobs", "-j", type=_positive_int, default=None, help="probes at once for a new run")
     add.add_argument("--python", metavar="PATH", help="the interpreter to examine for a new run")
     check = commands.add_parser("check", help="validate every row; exit 1 naming file and field")
     common(check)
@@ -248,7 +269,7 @@ def _matrix_report(options: argparse.Namespace) -> Report:
         return _load_report_file(options.source)
     from gpudoctor.doctor import DoctorOptions, diagnose
 
-    return diagnose(DoctorOptions(python=options.python, jobs=options.jobs))
+    return diagnose(DoctorOptions(python=options.python, jobs=options.jobs or default_jobs()))
 
 
 def _emit(report: Report, options: argparse.Namespace) -> None:
@@ -296,7 +317,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         probe_dir=options.probes,
         only=tuple(options.only) if options.only else None,
         devices=tuple(Device(d) for d in options.device) if options.device else None,
-        jobs=options.jobs,
+        jobs=options.jobs or default_jobs(),
         timeout_s=options.timeout,
         run_probes=not options.no_probes,
     )

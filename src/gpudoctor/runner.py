@@ -28,6 +28,7 @@ from gpudoctor.redact import redact_text, redact_tree
 RESULT_FILE_ENV = "GPUDOCTOR_RESULT_FILE"
 CAPTURE_LIMIT = 64 * 1024  # bytes kept from the end of each of stdout and stderr
 _DUMP_GRACE_S = 1.0
+_POLL_S = 0.1  # how often a waiting runner checks for cancellation
 
 
 class _TailReader(threading.Thread):
@@ -123,8 +124,12 @@ def skipped_result(invocation: ProbeInvocation, reason: str) -> ProbeResult:
     )
 
 
-def run_probe(invocation: ProbeInvocation) -> ProbeResult:
-    """Start the probe, wait for it within its timeout, and classify what happened."""
+def run_probe(invocation: ProbeInvocation, cancel: threading.Event | None = None) -> ProbeResult:
+    """Start the probe, wait for it within its timeout, and classify what happened.
+
+    Setting ``cancel`` kills the probe's process group early (its result is then meaningless: the caller
+    asked for it to stop, as when a prerequisite run in parallel has failed).
+    """
     with tempfile.TemporaryDirectory(prefix="gpudoctor-") as scratch:
         result_file = Path(scratch) / "result.jsonl"
         env = dict(os.environ)
@@ -160,18 +165,25 @@ def run_probe(invocation: ProbeInvocation) -> ProbeResult:
         for reader in readers:
             reader.start()
         timed_out = False
-        try:
-            returncode = process.wait(timeout=invocation.timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            # The probe harness registers faulthandler on SIGUSR1: ask it where every thread hangs first.
+        returncode: int | None = None
+        deadline = started + invocation.timeout_s
+        while returncode is None:
             try:
-                os.kill(process.pid, signal.SIGUSR1)
-                process.wait(timeout=_DUMP_GRACE_S)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                pass
-            _kill_group(process.pid, signal.SIGKILL)
-            returncode = process.wait()
+                returncode = process.wait(timeout=max(0.0, min(_POLL_S, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                if cancel is not None and cancel.is_set():
+                    _kill_group(process.pid, signal.SIGKILL)  # its result no longer matters
+                    returncode = process.wait()
+                elif time.monotonic() >= deadline:
+                    timed_out = True
+                    # The probe harness registers faulthandler on SIGUSR1: ask where every thread hangs first.
+                    try:
+                        os.kill(process.pid, signal.SIGUSR1)
+                        process.wait(timeout=_DUMP_GRACE_S)
+                    except (ProcessLookupError, subprocess.TimeoutExpired):
+                        pass
+                    _kill_group(process.pid, signal.SIGKILL)
+                    returncode = process.wait()
         duration = time.monotonic() - started
         # Whatever the probe left behind in its group (a hung grandchild) goes too, or the pipes never close.
         _kill_group(process.pid, signal.SIGKILL)

@@ -137,58 +137,95 @@ def run_plan(
     jobs: int = 1,
     on_start: StartCallback | None = None,
     on_result: ResultCallback | None = None,
+    speculative: bool = True,
 ) -> tuple[ProbeResult, ...]:
-    """Run the plan with at most ``jobs`` probe processes at once; results come back in plan order."""
+    """Run the plan with at most ``jobs`` probe processes at once; results come back in plan order.
+
+    Speculative (the default): a run does not wait for its prerequisites to pass before starting; its
+    result is held until they end. If a prerequisite does not pass, the run is stopped if still running and
+    reported as skipped with that reason, exactly as if it had waited. The outcome of every run is the same
+    as in the cautious order; only the wall time shrinks (prerequisite chains no longer add up).
+    ``runs_after`` is always an order: those runs must end before this one starts.
+    """
     if jobs < 1:
         raise GpuDoctorError(f"--jobs must be at least 1, not {jobs}")
-    results: dict[str, ProbeResult] = {}
+    final: dict[str, ProbeResult] = {}  # results whose prerequisites have all ended
+    held: dict[str, ProbeResult] = {}  # ended, but a prerequisite is still running
     waiting = list(plan)
     planned_ids = {p.run_id for p in plan}
-    lock = threading.Lock()
+    by_id = {p.run_id: p for p in plan}
+    cancels: dict[str, threading.Event] = {}
+    stopped: set[str] = set()  # runs killed because a prerequisite failed while they ran ahead of it
 
-    def record(result: ProbeResult) -> None:
-        with lock:
-            results[result.id] = result
+    def prerequisites(run: PlannedRun) -> list[str]:
+        return [p for p in run.prerequisites if p in planned_ids]  # --device may have filtered some out
+
+    def blocking_reason(run: PlannedRun) -> str | None:
+        for prerequisite in prerequisites(run):
+            if prerequisite in final and final[prerequisite].outcome is not Outcome.PASS:
+                return f"prerequisite {prerequisite} did not pass ({final[prerequisite].outcome.value})"
+        return None
+
+    def may_start(run: PlannedRun) -> bool:
+        order = [p for p in run.runs_after if p in planned_ids]
+        if not all(p in final for p in order):
+            return False
+        return speculative or all(p in final for p in prerequisites(run))
+
+    def finish(run_id: str, result: ProbeResult) -> None:
+        final[run_id] = result
         if on_result is not None:
             on_result(result)
 
-    def blocking_reason(run: PlannedRun) -> str | None:
-        for prerequisite in run.prerequisites:
-            if prerequisite not in planned_ids:
-                continue  # filtered out by --device: nothing to wait for
-            outcome = results[prerequisite].outcome
-            if outcome is not Outcome.PASS:
-                return f"prerequisite {prerequisite} did not pass ({outcome.value})"
-        return None
-
-    def ready(run: PlannedRun) -> bool:
-        return all(p in results or p not in planned_ids for p in (*run.prerequisites, *run.runs_after))
+    def settle() -> bool:
+        """Finalise held results and skip what can no longer run; True if anything changed."""
+        changed = False
+        for run_id, result in list(held.items()):
+            run = by_id[run_id]
+            reason = blocking_reason(run)
+            if reason is not None:
+                del held[run_id]
+                ahead = "stopped while it ran ahead" if run_id in stopped else "its own result was discarded"
+                finish(run_id, skipped_result(run.invocation, f"{reason}; {ahead}"))
+                changed = True
+            elif all(p in final for p in prerequisites(run)):
+                del held[run_id]
+                finish(run_id, result)
+                changed = True
+        for run_id, event in cancels.items():
+            if not event.is_set() and blocking_reason(by_id[run_id]) is not None:
+                event.set()  # a prerequisite failed while this ran ahead of it: stop it
+                stopped.add(run_id)
+        for run in list(waiting):
+            reason = run.skip_reason or blocking_reason(run)
+            if reason is not None:
+                waiting.remove(run)
+                finish(run.run_id, skipped_result(run.invocation, reason))
+                changed = True
+        return changed
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="probe") as pool:
         running: dict[concurrent.futures.Future[ProbeResult], PlannedRun] = {}
-        while waiting or running:
-            progressed = True
-            while progressed:  # settle every run whose fate is known without starting a process
-                progressed = False
-                for run in list(waiting):
-                    if not ready(run):
-                        continue
-                    reason = run.skip_reason or blocking_reason(run)
-                    if reason is not None:
-                        waiting.remove(run)
-                        record(skipped_result(run.invocation, reason))
-                        progressed = True
-                    elif len(running) < jobs:
-                        waiting.remove(run)
-                        if on_start is not None:
-                            on_start(run)
-                        running[pool.submit(run_probe, run.invocation)] = run
+        while waiting or running or held:
+            while settle():
+                pass
+            for run in list(waiting):
+                if len(running) >= jobs:
+                    break
+                if may_start(run):
+                    waiting.remove(run)
+                    if on_start is not None:
+                        on_start(run)
+                    cancels[run.run_id] = threading.Event()
+                    running[pool.submit(run_probe, run.invocation, cancels[run.run_id])] = run
             if not running:
-                if waiting:  # cannot happen with a validated, acyclic catalog; fail loudly if it does
-                    raise GpuDoctorError("probe plan is stuck: " + ", ".join(r.run_id for r in waiting))
+                if waiting or held:  # cannot happen with a validated, acyclic catalog; fail loudly if it does
+                    stuck = [r.run_id for r in waiting] + list(held)
+                    raise GpuDoctorError("probe plan is stuck: " + ", ".join(stuck))
                 break
             done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
             for future in done:
-                running.pop(future)
-                record(future.result())
-    return tuple(results[p.run_id] for p in plan)
+                run = running.pop(future)
+                cancels.pop(run.run_id, None)
+                held[run.run_id] = future.result()
+    return tuple(final[p.run_id] for p in plan)
