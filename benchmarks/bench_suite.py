@@ -103,14 +103,13 @@ def main() -> None:
                 f"--jobs {jobs}: {serial / parallel:.2f}x faster than serial; "
                 f"wall / slowest probe = {parallel / alone:.2f} (target 1.3)"
             )
-        print(
-            f"cold / warm at --jobs {parallel_jobs[0]}: {statistics.median(cold) / statistics.median(figures[parallel_jobs[0]]):.2f}x"
-        )
-        print(
-            f"doctor's own peak RSS: max {max(rss) / 1024:.1f} MiB over {len(rss)} runs (probes are separate processes)"
-        )
+        if cold:
+            ratio = statistics.median(cold) / statistics.median(figures[parallel_jobs[0]])
+            print(f"cold / warm at --jobs {parallel_jobs[0]}: {ratio:.2f}x")
+        print(f"doctor's own peak RSS: max {max(rss) / 1024:.1f} MiB over {len(rss)} runs (probes run apart)")
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if options.caches is None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":
