@@ -331,3 +331,26 @@ def test_control_failing_too_blames_the_stack() -> None:
     )
     # The static hint stays, but a crash is no longer blamed on the kernel alone.
     assert all("while the control kernel" not in e for e in findings["host-code-indexes-device-tensor"].evidence)
+
+
+def test_recorded_two_gpu_runs_are_one_process_per_gpu_each_next_to_its_control() -> None:
+    crashed = _recorded("h200x2-kernel-host-indexing.json")
+    assert [gpu.name for gpu in crashed.environment.driver.gpus] == ["NVIDIA H200", "NVIDIA H200"]
+    for index in ("0", "1"):
+        kernel, control = crashed.result(f"kernel/cuda:{index}"), crashed.result(f"custom-op/cuda:{index}")
+        assert kernel is not None and control is not None
+        assert (kernel.outcome, kernel.signal, control.outcome) == (Outcome.CRASH, "SIGSEGV", Outcome.PASS)
+        assert kernel.command.startswith(f"CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES={index} ")
+    (finding,) = match_findings(crashed, load_known_issues())
+    assert finding.id == "host-code-indexes-device-tensor"
+    assert finding.evidence[1:] == tuple(
+        f"kernel/cuda:{i} crashed (SIGSEGV) while the control kernel custom-op/cuda:{i} passed on the same GPU "
+        "and stack"
+        for i in ("0", "1")
+    )
+    healthy = _recorded("h200x2-kernel-control.json")
+    for index in ("0", "1"):
+        result = healthy.result(f"kernel/cuda:{index}")
+        assert result is not None and result.summary == "add_one ran on cuda and matches the CPU"
+        assert result.details["compared_with_cpu"] is True
+    assert match_findings(healthy, load_known_issues()) == ()
