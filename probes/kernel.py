@@ -8,6 +8,7 @@ Without --calls it only compiles the package and checks which ops register.
 
 import json
 import os
+import time
 
 from _harness import CheckFailed, run_probe
 from _maxsupport import import_bridge, is_compile_error, torch_device
@@ -111,6 +112,18 @@ def compare(ctx, torch, call_index, call, outputs, reference):
         )
 
 
+def wait_for_cpu(ctx, marker):
+    """Wait until the CPU run has ended (the doctor creates ``marker`` then, whatever its outcome).
+
+    Only while the marker's folder exists: by hand, after the doctor has gone, there is nothing to wait for.
+    """
+    if not marker:
+        return
+    ctx.step("wait for the CPU run to end")
+    while os.path.isdir(os.path.dirname(marker)) and not os.path.exists(marker):
+        time.sleep(0.1)
+
+
 def main(ctx):
     import torch
     from pathlib import Path
@@ -166,6 +179,7 @@ def main(ctx):
         os.replace(partial, options.save)
     compared = False
     if options.compare:
+        wait_for_cpu(ctx, options.cpu_done)
         if os.path.exists(options.compare):
             ctx.step("compare with the CPU results")
             reference = torch.load(options.compare)
@@ -185,6 +199,7 @@ def arguments(parser):
     parser.add_argument("--calls", help="JSON list of calls: op, outputs, inputs, parameters, values, rtol, atol")
     parser.add_argument("--save", help="write the outputs here (torch.save) for a later --compare")
     parser.add_argument("--compare", help="compare the outputs with those saved by a CPU run")
+    parser.add_argument("--cpu-done", help="a file the doctor creates when the CPU run ends (wait for it)")
 
 
 run_probe("kernel", main, add_arguments=arguments)

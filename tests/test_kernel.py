@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -354,3 +357,47 @@ def test_recorded_two_gpu_runs_are_one_process_per_gpu_each_next_to_its_control(
         assert result is not None and result.summary == "add_one ran on cuda and matches the CPU"
         assert result.details["compared_with_cpu"] is True
     assert match_findings(healthy, load_known_issues()) == ()
+
+
+def test_a_gpu_style_run_waits_for_the_cpu_run_only_when_it_compares(tmp_path: Path) -> None:
+    """The comparing run starts at once and waits for the doctor's "CPU run ended" marker only before the
+    comparison; by hand (the marker's folder gone) it does not wait at all. Real processes, real MAX."""
+    probe = [sys.executable, str(ROOT / "probes" / "kernel.py"), "--device", "cpu", "--package", str(CONTROL)]
+    calls = json.dumps(
+        [
+            {
+                "op": "add_one",
+                "outputs": [{"shape": [2, 3], "dtype": "float32"}],
+                "inputs": [{"shape": [2, 3], "dtype": "float32"}],
+            }
+        ]
+    )
+    saved, scratch = tmp_path / "saved.pt", tmp_path / "scratch"
+    first = subprocess.run([*probe, "--calls", calls, "--save", str(saved)], capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr[-2000:]
+    scratch.mkdir()
+    marker, reference = scratch / "cpu-run-ended", scratch / "cpu-results.pt"
+    waiting = subprocess.Popen(
+        [*probe, "--calls", calls, "--compare", str(reference), "--cpu-done", str(marker)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert waiting.stderr is not None
+    for line in waiting.stderr:  # the harness prints each step as it starts
+        if "wait for the CPU run to end" in line:
+            break
+    assert waiting.poll() is None  # it is waiting, having done its own calls
+    shutil.copy(saved, reference)
+    marker.touch()
+    out, _ = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0
+    assert "PASS kernel/cpu: add_one ran on cpu and matches the CPU" in out
+    shutil.rmtree(scratch)
+    by_hand = subprocess.run(
+        [*probe, "--calls", calls, "--compare", str(reference), "--cpu-done", str(marker)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert by_hand.returncode == 0 and "PASS kernel/cpu: add_one ran on cpu\n" in by_hand.stdout

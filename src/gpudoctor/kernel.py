@@ -18,7 +18,7 @@ from gpudoctor.errors import GpuDoctorError
 from gpudoctor.inventory import collect_environment
 from gpudoctor.kernelspec import CallRequest, KernelCall, resolve_calls
 from gpudoctor.knowledge import CONTROL_PROBE, KERNEL_PROBE
-from gpudoctor.model import Device, Environment, ProbeSpec, Report
+from gpudoctor.model import Device, Environment, ProbeResult, ProbeSpec, Report
 from gpudoctor.mojoscan import PackageScan, scan_package
 from gpudoctor.redact import redact_text
 from gpudoctor.runner import ProbeInvocation
@@ -102,7 +102,8 @@ def plan_kernel(
     calls: Sequence[KernelCall],
     scratch: Path,
 ) -> list[PlannedRun]:
-    """Control and kernel on the CPU, then on each GPU; each GPU's kernel run waits for the CPU's results.
+    """Control and kernel on the CPU and on each GPU, all at once; each GPU kernel run compares its outputs
+    with the CPU run's once that has ended (the doctor marks the end with a file).
 
     Without calls the package is only compiled (on the CPU) and its ops listed: there is nothing to compare.
     """
@@ -118,7 +119,7 @@ def plan_kernel(
     if not calls:
         wanted = {Device.CPU}
 
-    def planned(spec: ProbeSpec, device: Device, target: GpuTarget | None, after: tuple[str, ...] = ()) -> PlannedRun:
+    def planned(spec: ProbeSpec, device: Device, target: GpuTarget | None) -> PlannedRun:
         invocation = ProbeInvocation(
             spec=spec,
             device=device,
@@ -128,21 +129,25 @@ def plan_kernel(
             extra_env=target.env if target else {},
             gpu_label=target.label if target else None,
         )
-        return PlannedRun(invocation, (), known_skip_reason(spec, device, environment), runs_after=after)
+        return PlannedRun(invocation, (), known_skip_reason(spec, device, environment))
 
     plan: list[PlannedRun] = []
-    cpu_kernel_id = KERNEL_SPEC.run_id(Device.CPU)
     if Device.CPU in wanted:
         if calls:
             plan.append(planned(control, Device.CPU, None))
         plan.append(planned(dataclasses.replace(KERNEL_SPEC, args=(*base, "--save", str(saved))), Device.CPU, None))
     if Device.CUDA in wanted:
-        gpu_kernel = dataclasses.replace(KERNEL_SPEC, args=(*base, "--compare", str(saved)))
-        after = (cpu_kernel_id,) if Device.CPU in wanted else ()
+        # The GPU runs start at once; each waits for the CPU run's end only when it is time to compare.
+        compare = ("--compare", str(saved), "--cpu-done", str(cpu_done_marker(scratch)))
+        gpu_kernel = dataclasses.replace(KERNEL_SPEC, args=(*base, *compare) if Device.CPU in wanted else base)
         for target in gpu_targets(environment):
             plan.append(planned(control, Device.CUDA, target))
-            plan.append(planned(gpu_kernel, Device.CUDA, target, after))
+            plan.append(planned(gpu_kernel, Device.CUDA, target))
     return plan
+
+
+def cpu_done_marker(scratch: Path) -> Path:
+    return scratch / "cpu-run-ended"
 
 
 def kernel_section(package: Path, scan: PackageScan, calls: Sequence[KernelCall]) -> dict[str, object]:
@@ -164,6 +169,14 @@ def diagnose_kernel(
     environment = collect_environment(python, extra_packages=KERNEL_SPEC.needs_packages)
     with tempfile.TemporaryDirectory(prefix="gpudoctor-kernel-") as scratch:
         planned = plan_kernel(options, environment, scan, calls, Path(scratch))
-        results = run_plan(planned, jobs=options.jobs, on_start=on_start, on_result=on_result)
+        marker = cpu_done_marker(Path(scratch))
+
+        def heard(result: ProbeResult) -> None:
+            if result.id == KERNEL_SPEC.run_id(Device.CPU):
+                marker.touch()  # the GPU runs may compare now (or know there is nothing to compare with)
+            if on_result is not None:
+                on_result(result)
+
+        results = run_plan(planned, jobs=options.jobs, on_start=on_start, on_result=heard)
         report = make_report(environment, results, kernel=kernel_section(package, scan, calls))
         return verify_patches(report, planned)

@@ -23,7 +23,6 @@ class PlannedRun:
     invocation: ProbeInvocation
     prerequisites: tuple[str, ...]
     skip_reason: str | None = None
-    runs_after: tuple[str, ...] = ()  # run ids that must finish first, whatever their outcome
 
     @property
     def run_id(self) -> str:
@@ -145,7 +144,6 @@ def run_plan(
     result is held until they end. If a prerequisite does not pass, the run is stopped if still running and
     reported as skipped with that reason, exactly as if it had waited. The outcome of every run is the same
     as in the cautious order; only the wall time shrinks (prerequisite chains no longer add up).
-    ``runs_after`` is always an order: those runs must end before this one starts.
     """
     if jobs < 1:
         raise GpuDoctorError(f"--jobs must be at least 1, not {jobs}")
@@ -167,9 +165,6 @@ def run_plan(
         return None
 
     def may_start(run: PlannedRun) -> bool:
-        order = [p for p in run.runs_after if p in planned_ids]
-        if not all(p in final for p in order):
-            return False
         return speculative or all(p in final for p in prerequisites(run))
 
     def finish(run_id: str, result: ProbeResult) -> None:
