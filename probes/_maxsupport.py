@@ -82,11 +82,20 @@ def add_kernel_arguments(parser):
     parser.add_argument("--kernels", help="folder holding the control kernel generations (default: ../kernels)")
 
 
+def compile_diagnostics(text):
+    """Every "file:line:col: error: ..." line of a Mojo compile failure, with the notes that follow."""
+    lines = []
+    for line in str(text).splitlines():
+        if ": error:" in line or (lines and ": note:" in line):
+            lines.append(line.strip())
+    return lines
+
+
 def first_compiler_error(text):
     """The first Mojo diagnostic line ("file:line:col: error: ...") in a compile failure."""
-    for line in str(text).splitlines():
-        if ": error:" in line:
-            return line.strip()
+    diagnostics = compile_diagnostics(text)
+    if diagnostics:
+        return diagnostics[0]
     lines = [line for line in str(text).splitlines() if line.strip()]
     return lines[0].strip() if lines else str(text)
 

@@ -11,7 +11,7 @@ import os
 import time
 
 from _harness import CheckFailed, run_probe
-from _maxsupport import import_bridge, is_compile_error, torch_device
+from _maxsupport import compile_diagnostics, first_compiler_error, import_bridge, is_compile_error, torch_device
 
 MAX_DIAGNOSTICS = 20
 _TOLERANCES = {  # dtype -> (rtol, atol) for the CPU-vs-GPU comparison
@@ -24,15 +24,6 @@ _TOLERANCES = {  # dtype -> (rtol, atol) for the CPU-vs-GPU comparison
 
 class CompileFailed(CheckFailed):
     """The Mojo compiler rejected the package."""
-
-
-def compile_diagnostics(text):
-    """Every "file:line:col: error: ..." line of a Mojo compile failure, with the notes that follow."""
-    lines = []
-    for line in str(text).splitlines():
-        if ": error:" in line or (lines and ": note:" in line):
-            lines.append(line.strip())
-    return lines
 
 
 def make_tensor(torch, spec, index, values, device):
@@ -138,7 +129,7 @@ def main(ctx):
     except Exception as error:
         if not is_compile_error(error):
             raise
-        diagnostics = compile_diagnostics(error) or [str(error).strip().splitlines()[0]]
+        diagnostics = compile_diagnostics(error) or [first_compiler_error(error)]
         ctx.detail("compile_errors", diagnostics[:MAX_DIAGNOSTICS])
         raise CompileFailed(
             "the Mojo compiler rejected %s (%d error%s): %s"

@@ -15,7 +15,7 @@ import tomli_w
 import tomllib
 from conftest import ROOT, TESTS, run_cli
 
-from gpudoctor.catalog import default_probe_dir, load_catalog
+from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.matrix import (
     MatrixError,
@@ -31,7 +31,7 @@ from gpudoctor.model import Outcome, Report
 
 MATRIX = ROOT / "matrix"
 FIXTURES = TESTS / "fixtures"
-KNOWN = {spec.run_id(d) for spec in load_catalog(default_probe_dir()) for d in spec.devices}
+KNOWN = run_ids(load_catalog(default_probe_dir()))
 
 
 def _report(name: str) -> Report:

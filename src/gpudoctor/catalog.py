@@ -5,6 +5,7 @@ Read from ``catalog.toml`` beside the scripts; a malformed entry is an error nam
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,11 @@ def default_probe_dir() -> Path:
         if (candidate / CATALOG_FILE).is_file():
             return candidate
     raise GpuDoctorError("gpudoctor's probes are missing from this installation", hint="reinstall gpudoctor")
+
+
+def run_ids(specs: Iterable[ProbeSpec]) -> set[str]:
+    """Every run id the specs give: ``torch-env/cpu``, ``torch-env/cuda``, ``max-import``, ..."""
+    return {spec.run_id(device) for spec in specs for device in spec.devices}
 
 
 def default_kernel_dir() -> Path:

@@ -221,11 +221,11 @@ def _load_report_file(path: Path) -> Report:
 def run_matrix(argv: Sequence[str]) -> int:
     from gpudoctor import matrix
     from gpudoctor.atomic import atomic_write
-    from gpudoctor.catalog import default_probe_dir, load_catalog
+    from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
 
     options = build_matrix_parser().parse_args(argv)
     directory = matrix.default_matrix_dir(options.matrix, writing=options.command in ("add", "readme"))
-    known = {spec.run_id(d) for spec in load_catalog(default_probe_dir()) for d in spec.devices}
+    known = run_ids(load_catalog(default_probe_dir()))
     if options.command == "check":
         rows, errors = matrix.check_matrix(directory, known)
         for line in errors:

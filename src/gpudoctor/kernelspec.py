@@ -84,6 +84,9 @@ class KernelCall:
         return f"{self.op}{params}(out: {outs}; in: {ins})"
 
 
+TensorRequest = tuple[tuple[int, ...] | None, str | None]  # (shape, dtype), either left open
+
+
 @dataclass(frozen=True)
 class CallRequest:
     """A call as the user wrote it, before the scan fills in what it left out."""
@@ -96,8 +99,8 @@ class CallRequest:
     values: str = "arange"
     rtol: float | None = None
     atol: float | None = None
-    outputs: tuple[tuple[tuple[int, ...] | None, str | None], ...] | None = None
-    inputs: tuple[tuple[tuple[int, ...] | None, str | None], ...] | None = None
+    outputs: tuple[TensorRequest, ...] | None = None
+    inputs: tuple[TensorRequest, ...] | None = None
     # --param given once for several --op: each op gets only the parameters its signature declares
     # (a parameter no scanned op declares still goes to every op, so MAX's own error shows).
     shared_parameters: bool = False
@@ -167,7 +170,7 @@ def _tolerance(where: str, entry: Mapping[str, Any], key: str) -> float | None:
     return float(value)
 
 
-def _tensor_list(where: str, value: Any) -> tuple[tuple[tuple[int, ...] | None, str | None], ...]:
+def _tensor_list(where: str, value: Any) -> tuple[TensorRequest, ...]:
     if not isinstance(value, list):
         raise GpuDoctorError(f'{where} must be a list of tables like {{ shape = [4, 4], dtype = "float32" }}')
     tensors = []
@@ -225,9 +228,6 @@ def load_spec(path: Path) -> list[CallRequest]:
             )
         )
     return requests
-
-
-TensorRequest = tuple[tuple[int, ...] | None, str | None]  # (shape, dtype), either left open
 
 
 def _resolve_tensors(

@@ -30,6 +30,7 @@ from packaging.version import InvalidVersion, Version
 from gpudoctor.atomic import PARTIAL_SUFFIX, atomic_write, sweep_partials
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Outcome, Report
+from gpudoctor.render import CONTROL_CHARS, safe_text
 
 ROW_SCHEMA = 1
 MAX_ROW_BYTES = 64 * 1024
@@ -71,7 +72,6 @@ FIELD_WEIGHTS: dict[str, int] = {
 }
 _TOP_FIELDS = {"schema", "doctor_version", "updated", "note", "environment", "results"}
 _RESULT_FIELDS = {"outcome", "signal", "runs", "agreeing", "date", "doctor"}
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _PRIVATE = (
     (re.compile(r"(?i)\bGPU-[0-9a-f]{8}-"), "a GPU UUID"),
     (re.compile(r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "a UUID"),
@@ -190,18 +190,23 @@ def row_file_name(environment: Mapping[str, str | int]) -> str:
     return f"{gpu}_torch-{torch}_max-{max_version}_{fingerprint(environment)}.toml"
 
 
-def row_from_report(report: Report, known_probes: Iterable[str], note: str | None = None) -> Row:
-    """The row a report gives: every catalog probe that ran (skipped runs say nothing about the stack)."""
+def probe_outcomes(report: Report, known_probes: Iterable[str]) -> dict[str, ProbeOutcome]:
+    """The outcome of every catalog probe that ran (skipped runs say nothing about the stack)."""
     known = set(known_probes)
     date = report.created[:10]
-    results = {
+    return {
         r.id: ProbeOutcome(r.outcome, date, report.doctor_version, r.signal)
         for r in report.results
         if r.outcome is not Outcome.SKIPPED and r.id in known
     }
+
+
+def row_from_report(report: Report, known_probes: Iterable[str], note: str | None = None) -> Row:
+    """The row a report gives: every catalog probe that ran (skipped runs say nothing about the stack)."""
+    results = probe_outcomes(report, known_probes)
     if not results:
         raise GpuDoctorError("the report has no probe results to record", hint="run the probes (not --no-probes)")
-    row = Row(environment_key(report), results, report.doctor_version, date, note or None)
+    row = Row(environment_key(report), results, report.doctor_version, report.created[:10], note or None)
     _validate_row_values(Path(row.file_name), row)
     return row
 
@@ -249,7 +254,7 @@ def _text(path: Path, where: str, value: Any, limit: int = MAX_TEXT) -> str:
         raise _fail(path, where, "must not be empty")
     if len(value) > limit:
         raise _fail(path, where, f"longer than {limit} characters")
-    if control := _CONTROL.search(value):
+    if control := CONTROL_CHARS.search(value):
         raise _fail(path, where, f"contains a control character (\\x{ord(control.group()):02x}); rows are plain text")
     for pattern, what in _PRIVATE:
         if pattern.search(value):
@@ -601,7 +606,7 @@ Nothing private goes in a row: no host or user names, paths, serials or UUIDs (`
 
 def _md(text: object) -> str:
     """A Markdown table cell: control characters visible, pipes and HTML escaped."""
-    escaped = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    escaped = safe_text(str(text))
     for char, entity in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("\n", " ")):
         escaped = escaped.replace(char, entity)
     return escaped
@@ -642,7 +647,7 @@ def readme_text(rows: Sequence[Row]) -> str:
 
 
 def _plain(text: object) -> str:
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    return safe_text(str(text))
 
 
 def show_text(rows: Sequence[Row]) -> str:
@@ -663,18 +668,8 @@ def show_text(rows: Sequence[Row]) -> str:
 def near_text(report: Report, rows: Sequence[Row], known: Iterable[str], count: int = 5) -> str:
     """The nearest rows to the report's environment, what differs, and which outcomes changed."""
     here = environment_key(report)
-    known_set = set(known)
-    ran = [r for r in report.results if r.id in known_set and r.outcome is not Outcome.SKIPPED]
-    own = (
-        Row(
-            here,
-            {r.id: ProbeOutcome(r.outcome, report.created[:10], report.doctor_version, r.signal) for r in ran},
-            report.doctor_version,
-            report.created[:10],
-        )
-        if ran
-        else None
-    )
+    ran = probe_outcomes(report, known)
+    own = Row(here, ran, report.doctor_version, report.created[:10]) if ran else None
     lines = ["this environment: " + ", ".join(f"{k} {_plain(v)}" for k, v in here.items())]
     neighbours = nearest(here, rows, own, count)
     if not neighbours:

@@ -9,7 +9,7 @@ import re
 
 from gpudoctor.model import Environment, Outcome, ProbeResult, Report
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls, not \t \n
 _MARKS = {
     Outcome.PASS: "pass",
     Outcome.FAIL: "FAIL",
@@ -22,7 +22,7 @@ _TAIL_LINES = 30
 
 def safe_text(text: str) -> str:
     """Escape sequences and other control characters become visible (``\\x1b``) instead of acting."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _cell(text: object) -> str:

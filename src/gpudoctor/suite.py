@@ -150,13 +150,12 @@ def run_plan(
     final: dict[str, ProbeResult] = {}  # results whose prerequisites have all ended
     held: dict[str, ProbeResult] = {}  # ended, but a prerequisite is still running
     waiting = list(plan)
-    planned_ids = {p.run_id for p in plan}
     by_id = {p.run_id: p for p in plan}
     cancels: dict[str, threading.Event] = {}
     stopped: set[str] = set()  # runs killed because a prerequisite failed while they ran ahead of it
 
     def prerequisites(run: PlannedRun) -> list[str]:
-        return [p for p in run.prerequisites if p in planned_ids]  # --device may have filtered some out
+        return [p for p in run.prerequisites if p in by_id]  # --device may have filtered some out
 
     def blocking_reason(run: PlannedRun) -> str | None:
         for prerequisite in prerequisites(run):

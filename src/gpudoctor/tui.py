@@ -22,7 +22,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
 
 from gpudoctor.atomic import atomic_write
-from gpudoctor.catalog import load_catalog
+from gpudoctor.catalog import load_catalog, run_ids
 from gpudoctor.doctor import DoctorOptions, diagnose, make_report, probe_directory
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Environment, Outcome, ProbeResult, Report
@@ -275,7 +275,7 @@ class DoctorApp(App[int]):
         self.query_one("#findings", Static).update(self.findings_text(report))
 
     def _known_probe_ids(self) -> set[str]:
-        return {spec.run_id(d) for spec in load_catalog(probe_directory(self.options)) for d in spec.devices}
+        return run_ids(load_catalog(probe_directory(self.options)))
 
     def _show_matrix(self, report: Report) -> None:
         from gpudoctor import matrix
