@@ -4,6 +4,7 @@ and once in a real terminal (tmux)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import json
 import shutil
 import subprocess
@@ -166,30 +167,39 @@ def test_not_a_terminal_gets_plain_text(mixed_probes: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_smoke_in_a_real_terminal(mixed_probes: Path, tmp_path: Path) -> None:
-    session = f"gpudoctor-test-{time.monotonic_ns()}"
+    """80x24, the size of a default terminal: quitting must be visible there without resizing anything.
+
+    A private tmux server (-L, no config file, TMUX unset) so a server or config already on the machine
+    cannot change the window size under the test."""
+    tmux = ["tmux", "-L", f"gpudoctor-test-{os.getpid()}-{time.monotonic_ns()}", "-f", os.devnull]
+    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
     done = tmp_path / "exit-status"
     command = f"{sys.executable} -m gpudoctor --probes {mixed_probes} --jobs 4; echo $? > {done}"
     subprocess.run(
-        ["tmux", "new-session", "-d", "-s", session, "-x", "150", "-y", "40", "-c", str(tmp_path), command],
+        [*tmux, "new-session", "-d", "-s", "smoke", "-x", "80", "-y", "24", "-c", str(tmp_path), command],
         check=True,
+        env=env,
     )
+
+    def tmux_out(*args: str) -> str:
+        return subprocess.run([*tmux, *args], capture_output=True, text=True, check=True, env=env).stdout
+
     try:
+        assert tmux_out("display-message", "-p", "-t", "smoke", "#{pane_width}x#{pane_height}").strip() == "80x24"
         screen = ""
         deadline = time.monotonic() + 120
         while "done:" not in screen:
             assert time.monotonic() < deadline, screen
             time.sleep(0.5)
-            screen = subprocess.run(
-                ["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True, check=True
-            ).stdout
+            screen = tmux_out("capture-pane", "-p", "-t", "smoke")
         assert "gpudoctor" in screen and "NVIDIA driver" in screen and "no NVIDIA driver" in screen
         assert "CRASH" in screen and "segfaults" in screen and "TIMEOUT" in screen
-        assert "q quit" in screen and "j export JSON" in screen
-        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+        assert "q quit" in screen and "r rerun selected" in screen
+        subprocess.run([*tmux, "send-keys", "-t", "smoke", "q"], check=True, env=env)
         deadline = time.monotonic() + 20
         while not done.exists():
             assert time.monotonic() < deadline, "q did not quit"
             time.sleep(0.2)
         assert done.read_text().strip() == "1"  # problems found: exit status 1, as without the TUI
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
+        subprocess.run([*tmux, "kill-server"], capture_output=True, check=False, env=env)

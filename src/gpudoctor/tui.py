@@ -59,12 +59,12 @@ class DoctorApp(App[int]):
     .pane { padding: 0 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "quit"),
         Binding("r", "rerun_selected", "rerun selected"),
         Binding("R", "rerun_all", "rerun all"),
         Binding("j", "export_json", "export JSON"),
         Binding("m", "export_markdown", "export Markdown"),
         Binding("c", "contribute", "contribute row"),
-        Binding("q", "quit", "quit"),
     ]
 
     def __init__(
