@@ -4,8 +4,8 @@ and once in a real terminal (tmux)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import json
+import os
 import shutil
 import subprocess
 import sys
