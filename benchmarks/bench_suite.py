@@ -4,7 +4,8 @@ and the doctor's own peak memory. Prints figures; asserts nothing.
 Usage: python benchmarks/bench_suite.py [--runs 3] [--jobs N ...] [--cold-runs 1]
 
 Every run is a real `gpudoctor --json` in a fresh process. The caches live in a scratch folder of their own
-(MODULAR_DERIVED_PATH for MAX's compiled kernels, TORCHINDUCTOR_CACHE_DIR for torch.compile), so "cold" means
+(MODULAR_DERIVED_PATH for MAX's compiled kernels, TORCHINDUCTOR_CACHE_DIR for torch.compile,
+GPUDOCTOR_CACHE_DIR for gpudoctor's compiled control package), so "cold" means
 empty caches whatever this machine ran before, and "warm" means the same caches after one full run.
 Serial is --jobs 1 (one probe at a time), so its per-probe durations are each probe run alone.
 """
@@ -36,6 +37,7 @@ def run_suite(jobs: int, caches: Path) -> tuple[float, dict[str, float], int]:
     env = dict(os.environ)
     env["MODULAR_DERIVED_PATH"] = str(caches / "modular")
     env["TORCHINDUCTOR_CACHE_DIR"] = str(caches / "inductor")
+    env["GPUDOCTOR_CACHE_DIR"] = str(caches / "gpudoctor")
     started = time.perf_counter()
     completed = subprocess.run(
         [sys.executable, "-c", _DOCTOR, "--json", "--jobs", str(jobs)],

@@ -104,18 +104,149 @@ def is_compile_error(error):
     return type(error).__name__ == "MojoCompilationError" or "error compiling mojo" in str(error).lower()
 
 
-def load_control_library(ctx, bridge, package="control"):
-    """CustomOpLibrary over the control kernels of the first generation that compiles here.
+CACHE_DIR_ENV = "GPUDOCTOR_CACHE_DIR"
 
-    Returns (library, kernel_dir). A MAX for which no generation compiles is "unsupported by this
+
+class PackageCompileError(Exception):
+    """``mojo`` rejected a package's source; the message is the compiler's output."""
+
+
+def cache_dir():
+    """Where gpudoctor keeps what can be reused between runs: $GPUDOCTOR_CACHE_DIR, else the XDG cache."""
+    explicit = os.environ.get(CACHE_DIR_ENV)
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "gpudoctor")
+
+
+def _package_format():
+    """(mojo subcommand, file suffix) MAX itself uses to build a source package: `precompile` and .mojoc
+    from MAX 26.7 on, `package` and .mojopkg before."""
+    version = _version_tuple(max_version())
+    if version and version < (26, 7):
+        return "package", ".mojopkg"
+    return "precompile", ".mojoc"
+
+
+def _package_key(source_dir, subcommand):
+    """Content hash of a package's files, with the MAX and Mojo compiler versions that build it."""
+    import hashlib
+    from importlib import metadata
+
+    digest = hashlib.sha256()
+    for name in ("max", "max-core", "mojo-compiler"):
+        try:
+            version = metadata.version(name)
+        except Exception:
+            version = "-"
+        digest.update(("%s=%s\n" % (name, version)).encode())
+    digest.update(subcommand.encode() + b"\n")
+    for folder, dirs, files in sorted(os.walk(source_dir)):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            digest.update(os.path.relpath(path, source_dir).encode() + b"\0")
+            with open(path, "rb") as handle:
+                digest.update(handle.read())
+            digest.update(b"\0")
+    return digest.hexdigest()[:24]
+
+
+def compiled_package(ctx, source_dir):
+    """A compiled copy of the Mojo source package ``source_dir``, built once per content and compiler.
+
+    Builds with the same bundled ``mojo`` and the same subcommand MAX's CustomOpLibrary runs on a
+    source folder, into a private staging file that is renamed into place, so concurrent probes never
+    see a half-written package. Returns None where this MAX has no way to run its bundled compiler
+    (the caller then hands MAX the source folder). Raises PackageCompileError with the compiler's output.
+    """
+    import shutil
+    import subprocess
+    import tempfile
+    import time
+
+    try:
+        from mojo.run import subprocess_run_mojo
+    except ImportError:
+        return None
+    subcommand, suffix = _package_format()
+    package = os.path.basename(os.path.normpath(source_dir))
+    entry = os.path.join(cache_dir(), "packages", _package_key(source_dir, subcommand))
+    target = os.path.join(entry, package + suffix)
+    if os.path.isfile(target):
+        ctx.detail("control_package", "reused from the cache")
+        return target
+    os.makedirs(entry, exist_ok=True)
+    # The compiler names the module after the output file, so the staging file has the final name.
+    staging = tempfile.mkdtemp(prefix=".staging-", dir=entry)
+    try:
+        started = time.monotonic()
+        completed = subprocess_run_mojo(
+            [subcommand, str(source_dir), "-o", os.path.join(staging, package + suffix)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        output = completed.stdout.decode("utf-8", "replace")
+        if completed.returncode != 0:
+            if compile_diagnostics(output):
+                raise PackageCompileError(output)
+            raise CheckFailed(
+                "mojo %s of %s exited with %s: %s"
+                % (subcommand, package, completed.returncode, first_compiler_error(output))
+            )
+        os.replace(os.path.join(staging, package + suffix), target)
+        ctx.detail("control_package", "built in %.1f s" % (time.monotonic() - started))
+        return target
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def control_kernel(ctx, package="control"):
+    """The compiled control package of the first kernel generation that compiles here (cached).
+
+    Returns (generation, path): the path of the compiled package, or of the source folder where this
+    MAX cannot run its compiler for us. A MAX for which no generation compiles is "unsupported by this
     probe" (a skip naming the compiler's first error), not a failure of the user's stack.
     """
-    from pathlib import Path
-
     root = kernels_root(ctx)
     errors = []
     for generation in kernel_generations():
-        path = Path(root) / generation / package
+        source = os.path.join(root, generation, package)
+        ctx.step("compile %s/%s (or reuse it from the cache)" % (generation, package))
+        try:
+            compiled = compiled_package(ctx, source)
+        except PackageCompileError as error:
+            errors.append("%s: %s" % (generation, first_compiler_error(error)))
+            continue
+        ctx.detail("kernel_generation", generation)
+        return generation, compiled or source
+    raise _no_generation(errors)
+
+
+def _no_generation(errors):
+    return Skip(
+        "unsupported by this probe: no control-kernel generation compiles with MAX %s (%s)"
+        % (max_version(), " | ".join(errors))
+    )
+
+
+def load_control_library(ctx, bridge, package="control", from_source=False):
+    """CustomOpLibrary over the control kernels of the first generation that compiles here.
+
+    Returns (library, path). By default the library is loaded from the cached compiled package
+    (control_kernel); with ``from_source`` MAX compiles the source folder itself, as users' code does,
+    and path is that folder.
+    """
+    from pathlib import Path
+
+    if not from_source:
+        _, path = control_kernel(ctx, package)
+        ctx.step("load %s with CustomOpLibrary" % os.path.basename(path))
+        return bridge.CustomOpLibrary(Path(path)), path
+    errors = []
+    for generation in kernel_generations():
+        path = Path(kernels_root(ctx)) / generation / package
         ctx.step("compile %s/%s with CustomOpLibrary" % (generation, package))
         try:
             library = bridge.CustomOpLibrary(path)
@@ -126,10 +257,7 @@ def load_control_library(ctx, bridge, package="control"):
             raise
         ctx.detail("kernel_generation", generation)
         return library, path
-    raise Skip(
-        "unsupported by this probe: no control-kernel generation compiles with MAX %s (%s)"
-        % (max_version(), " | ".join(errors))
-    )
+    raise _no_generation(errors)
 
 
 def torch_device(ctx):

@@ -2,6 +2,8 @@
 
 Run by hand: python probes/custom_op.py --device cuda
 The control kernel is correct for CPU and GPU; if it crashes, the stack is at fault, not a kernel.
+This probe hands CustomOpLibrary the source folder, as users do; the other control probes reuse a
+cached compiled copy (see _maxsupport.compiled_package).
 """
 
 from _harness import run_probe
@@ -13,7 +15,8 @@ def main(ctx):
 
     device = torch_device(ctx)
     bridge = import_bridge(ctx)
-    library, _ = load_control_library(ctx, bridge)
+    # From source, as users' code does: this is the control for CustomOpLibrary's own compile too.
+    library, _ = load_control_library(ctx, bridge, from_source=True)
     x = torch.arange(12, dtype=torch.float32, device=device).reshape(3, 4)
     out = torch.empty_like(x)
     ctx.step("call add_one eagerly on %s" % device)

@@ -3,8 +3,10 @@
 Run by hand: python probes/custom_op_via_graph.py --device cuda
 """
 
+from pathlib import Path
+
 from _harness import run_probe
-from _maxsupport import add_kernel_arguments, expect_equal, import_bridge, load_control_library, torch_device
+from _maxsupport import add_kernel_arguments, control_kernel, expect_equal, import_bridge, torch_device
 
 
 def main(ctx):
@@ -12,13 +14,13 @@ def main(ctx):
 
     device = torch_device(ctx)
     bridge = import_bridge(ctx)
-    # Compile through CustomOpLibrary first so a MAX no kernel generation supports is a clean skip.
-    _, kernel_dir = load_control_library(ctx, bridge)
+    # A MAX no kernel generation supports is a clean skip here, before the graph is defined.
+    _, kernel_path = control_kernel(ctx)
     from max.graph import ops
 
     ctx.step("define graph_op with kernel_library")
 
-    @bridge.graph_op(kernel_library=kernel_dir)
+    @bridge.graph_op(kernel_library=Path(kernel_path))
     def gpudoctor_custom_add_one(x):
         return ops.custom("add_one", device=x.device, values=[x], out_types=[x.type])[0]
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import ROOT, validate_report
 
 from gpudoctor.catalog import default_probe_dir, load_catalog
@@ -37,14 +39,16 @@ def test_cpu_variants_pass_and_cuda_variants_skip_for_want_of_a_device(
     assert returncode == 0
 
 
-def _run_script(script: str, *args: str, prelude: str = "", tmp_path: Path) -> dict[str, Any]:
+def _run_script(
+    script: str, *args: str, prelude: str = "", tmp_path: Path, env: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Run a probe script as a user would (optionally after ``prelude``), reading its side channel."""
     channel = tmp_path / "result.jsonl"
     code = (
         f"import runpy, sys\n{prelude}\nsys.argv = {[script, *args]!r}\nrunpy.run_path({script!r}, run_name='__main__')"
     )
-    env = dict(os.environ, GPUDOCTOR_RESULT_FILE=str(channel), PYTHONPATH=str(PROBES))
-    subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, check=False, timeout=600)
+    full_env = dict(os.environ, **(env or {}), GPUDOCTOR_RESULT_FILE=str(channel), PYTHONPATH=str(PROBES))
+    subprocess.run([sys.executable, "-c", code], env=full_env, capture_output=True, check=False, timeout=600)
     events = [json.loads(line) for line in channel.read_text().splitlines()]
     result: dict[str, Any] = next(e for e in events if e["event"] == "result")
     return result
@@ -60,19 +64,71 @@ def test_max_import_recognises_missing_float8_e8m0fnu(tmp_path: Path) -> None:
     assert "has no torch.float8_e8m0fnu" in result["message"]
 
 
-def test_kernels_no_generation_compiles_is_unsupported_not_a_crash(tmp_path: Path) -> None:
+@pytest.mark.parametrize("script", ["custom_op.py", "custom_op_via_graph.py"])
+def test_kernels_no_generation_compiles_is_unsupported_not_a_crash(script: str, tmp_path: Path) -> None:
+    """Both ways of compiling the control (MAX from the source folder; the cached compiled package)."""
     kernels = tmp_path / "kernels"
     for generation in ("mojo1", "legacy"):
         package = kernels / generation / "control"
         package.mkdir(parents=True)
         (package / "__init__.mojo").write_text("")
         (package / "add_one.mojo").write_text("this is not mojo(\n")
-    result = _run_script(str(PROBES / "custom_op.py"), "--device", "cpu", "--kernels", str(kernels), tmp_path=tmp_path)
+    result = _run_script(
+        str(PROBES / script),
+        *("--device", "cpu", "--kernels", str(kernels)),
+        tmp_path=tmp_path,
+        env={"GPUDOCTOR_CACHE_DIR": str(tmp_path / "cache")},
+    )
     assert result["status"] == "skip"
     reason = result["skip_reason"]
     assert reason.startswith("unsupported by this probe: no control-kernel generation compiles with MAX 26.7")
     assert "mojo1: " in reason and "legacy: " in reason
     assert "control/add_one.mojo:2:1: error: unexpected token" in reason
+    assert not list((tmp_path / "cache").rglob("*.mojoc"))  # nothing half-built or failed is kept
+
+
+_BUILD_CONTROL = """
+import json, sys
+import _maxsupport
+
+class Ctx:
+    details = {}
+    def step(self, text): pass
+    def detail(self, key, value): self.details[key] = value
+
+ctx = Ctx()
+path = _maxsupport.compiled_package(ctx, sys.argv[1])
+print(json.dumps({"path": path, "how": ctx.details["control_package"]}))
+"""
+
+
+def _build_control(source: Path, cache: Path, count: int = 1) -> list[dict[str, str]]:
+    """Build (or reuse) the compiled control package in ``count`` processes started together."""
+    env = dict(os.environ, PYTHONPATH=str(PROBES), GPUDOCTOR_CACHE_DIR=str(cache))
+    processes = [
+        subprocess.Popen([sys.executable, "-c", _BUILD_CONTROL, str(source)], env=env, stdout=subprocess.PIPE)
+        for _ in range(count)
+    ]
+    outputs = [process.communicate(timeout=300)[0] for process in processes]
+    assert all(process.returncode == 0 for process in processes)
+    return [json.loads(output) for output in outputs]
+
+
+def test_compiled_control_package_is_built_once_per_content_and_shared(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    source = tmp_path / "control"
+    shutil.copytree(ROOT / "kernels" / "mojo1" / "control", source)
+    # Two probes that start together may both build; neither sees the other's half-written file.
+    first = _build_control(source, cache, count=2)
+    assert all(entry["how"].startswith("built in ") for entry in first)
+    assert first[0]["path"] == first[1]["path"] and first[0]["path"].endswith("/control.mojoc")
+    again = _build_control(source, cache)
+    assert again == [{"path": first[0]["path"], "how": "reused from the cache"}]
+    # Any change to the source is a different package: built anew, next to the old one.
+    (source / "add_one.mojo").write_text((source / "add_one.mojo").read_text() + "\n# edited\n")
+    edited = _build_control(source, cache)
+    assert edited[0]["how"].startswith("built in ") and edited[0]["path"] != first[0]["path"]
+    assert sorted(p.name for p in cache.rglob("*") if p.is_file()) == ["control.mojoc", "control.mojoc"]
 
 
 def test_recorded_h100_suite_is_a_valid_report() -> None:
