@@ -131,12 +131,21 @@ def test_compiled_control_package_is_built_once_per_content_and_shared(tmp_path:
     assert sorted(p.name for p in cache.rglob("*") if p.is_file()) == ["control.mojoc", "control.mojoc"]
 
 
-def test_recorded_h100_suite_is_a_valid_report() -> None:
-    """The full suite as it ran on the H100 (a recorded real run) is kept as a fixture and stays readable."""
-    document = json.loads((ROOT / "tests" / "fixtures" / "h100-suite-report.json").read_text())
+@pytest.mark.parametrize("fixture", ["h100-suite-report.json", "h100-suite-report-cached.json"])
+def test_recorded_h100_suite_is_a_valid_report(fixture: str) -> None:
+    """The full suite as it ran on the H100 (recorded real runs: before the compiled control package cache,
+    and a warm run with it) is kept as a fixture and stays readable."""
+    document = json.loads((ROOT / "tests" / "fixtures" / fixture).read_text())
     validate_report(document)
     report = Report.from_dict(document)
     assert report.to_dict() == document
     assert report.environment.driver.gpus[0].name == "NVIDIA H100 80GB HBM3"
     cuda = [r for r in report.results if r.device.value == "cuda"]
     assert len(cuda) == 9 and all(r.outcome.value == "pass" for r in cuda)
+    for result in report.results:
+        # The cached run loaded the compiled control package in exactly the probes that use it.
+        cached = result.details.get("control_package")
+        if fixture.endswith("-cached.json") and result.probe in ("custom-op-via-graph", "custom-op-params"):
+            assert cached == "reused from the cache", result.id
+        else:
+            assert cached is None, result.id
