@@ -158,8 +158,9 @@ def compiled_package(ctx, source_dir):
 
     Builds with the same bundled ``mojo`` and the same subcommand MAX's CustomOpLibrary runs on a
     source folder, into a private staging file that is renamed into place, so concurrent probes never
-    see a half-written package. Returns None where this MAX has no way to run its bundled compiler
-    (the caller then hands MAX the source folder). Raises PackageCompileError with the compiler's output.
+    see a half-written package. Returns None where this MAX has no way to run its bundled compiler or
+    the cache cannot be written (the caller then hands MAX the source folder). Raises
+    PackageCompileError with the compiler's output.
     """
     import shutil
     import subprocess
@@ -177,9 +178,14 @@ def compiled_package(ctx, source_dir):
     if os.path.isfile(target):
         ctx.detail("control_package", "reused from the cache")
         return target
-    os.makedirs(entry, exist_ok=True)
-    # The compiler names the module after the output file, so the staging file has the final name.
-    staging = tempfile.mkdtemp(prefix=".staging-", dir=entry)
+    try:
+        os.makedirs(entry, exist_ok=True)
+        # The compiler names the module after the output file, so the staging file has the final name.
+        staging = tempfile.mkdtemp(prefix=".staging-", dir=entry)
+    except OSError as error:
+        # An unwritable cache is no finding about the stack: MAX compiles the source folder instead.
+        ctx.detail("control_package", "not cached (%s: %s); compiled from source" % (CACHE_DIR_ENV, error.strerror))
+        return None
     try:
         started = time.monotonic()
         completed = subprocess_run_mojo(
@@ -202,13 +208,9 @@ def compiled_package(ctx, source_dir):
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def control_kernel(ctx, package="control"):
-    """The compiled control package of the first kernel generation that compiles here (cached).
-
-    Returns (generation, path): the path of the compiled package, or of the source folder where this
-    MAX cannot run its compiler for us. A MAX for which no generation compiles is "unsupported by this
-    probe" (a skip naming the compiler's first error), not a failure of the user's stack.
-    """
+def _cached_control(ctx, package):
+    """The cached compiled control package of the first kernel generation that compiles here, or None
+    where nothing can be cached (the caller then lets MAX compile the source folder)."""
     root = kernels_root(ctx)
     errors = []
     for generation in kernel_generations():
@@ -219,9 +221,23 @@ def control_kernel(ctx, package="control"):
         except PackageCompileError as error:
             errors.append("%s: %s" % (generation, first_compiler_error(error)))
             continue
+        if compiled is None:
+            return None
         ctx.detail("kernel_generation", generation)
-        return generation, compiled or source
+        return compiled
     raise _no_generation(errors)
+
+
+def control_kernel(ctx, bridge, package="control"):
+    """A path to hand MAX for the control package: the cached compiled package, or where nothing can be
+    cached, the source folder of the generation CustomOpLibrary compiles. A MAX for which no generation
+    compiles is "unsupported by this probe" (a skip naming the compiler's first error), not a failure of
+    the user's stack."""
+    compiled = _cached_control(ctx, package)
+    if compiled is not None:
+        return compiled
+    _, path = load_control_library(ctx, bridge, package, from_source=True)
+    return str(path)
 
 
 def _no_generation(errors):
@@ -234,16 +250,17 @@ def _no_generation(errors):
 def load_control_library(ctx, bridge, package="control", from_source=False):
     """CustomOpLibrary over the control kernels of the first generation that compiles here.
 
-    Returns (library, path). By default the library is loaded from the cached compiled package
-    (control_kernel); with ``from_source`` MAX compiles the source folder itself, as users' code does,
-    and path is that folder.
+    Returns (library, path). By default the library is loaded from the cached compiled package; with
+    ``from_source``, or where nothing can be cached, MAX compiles the source folder itself, as users'
+    code does, and path is that folder.
     """
     from pathlib import Path
 
     if not from_source:
-        _, path = control_kernel(ctx, package)
-        ctx.step("load %s with CustomOpLibrary" % os.path.basename(path))
-        return bridge.CustomOpLibrary(Path(path)), path
+        compiled = _cached_control(ctx, package)
+        if compiled is not None:
+            ctx.step("load %s with CustomOpLibrary" % os.path.basename(compiled))
+            return bridge.CustomOpLibrary(Path(compiled)), compiled
     errors = []
     for generation in kernel_generations():
         path = Path(kernels_root(ctx)) / generation / package

@@ -15,7 +15,7 @@ def main(ctx):
     device = torch_device(ctx)
     bridge = import_bridge(ctx)
     # A MAX no kernel generation supports is a clean skip here, before the graph is defined.
-    _, kernel_path = control_kernel(ctx)
+    kernel_path = control_kernel(ctx, bridge)
     from max.graph import ops
 
     ctx.step("define graph_op with kernel_library")

@@ -149,3 +149,19 @@ def test_recorded_h100_suite_is_a_valid_report(fixture: str) -> None:
             assert cached == "reused from the cache", result.id
         else:
             assert cached is None, result.id
+
+
+def test_an_unwritable_cache_is_not_a_finding(tmp_path: Path) -> None:
+    """Where the cache cannot be written, MAX compiles the control's source folder and the probe passes."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    result = _run_script(
+        str(PROBES / "custom_op_via_graph.py"),
+        *("--device", "cpu"),
+        tmp_path=tmp_path,
+        env={"GPUDOCTOR_CACHE_DIR": str(blocker / "cache")},
+    )
+    assert result["status"] == "pass", result
+    expected = "not cached (GPUDOCTOR_CACHE_DIR: Not a directory); compiled from source"
+    assert result["details"]["control_package"] == expected
+    assert result["details"]["kernel_generation"] == "mojo1"
