@@ -101,7 +101,8 @@ def first_compiler_error(text):
 
 
 def is_compile_error(error):
-    return type(error).__name__ == "MojoCompilationError" or "error compiling mojo" in str(error).lower()
+    name = type(error).__name__
+    return name in ("MojoCompilationError", "PackageCompileError") or "error compiling mojo" in str(error).lower()
 
 
 CACHE_DIR_ENV = "GPUDOCTOR_CACHE_DIR"
@@ -208,43 +209,46 @@ def compiled_package(ctx, source_dir):
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _cached_control(ctx, package):
-    """The cached compiled control package of the first kernel generation that compiles here, or None
-    where nothing can be cached (the caller then lets MAX compile the source folder)."""
+def _first_generation_that_compiles(ctx, package, how, build):
+    """``build(source folder)`` for each control-kernel generation in turn, the installed MAX's first;
+    the first result whose build compiles, with its generation recorded. A None result (nothing can be
+    built this way here) is returned at once. A MAX for which no generation compiles is "unsupported by
+    this probe" (a skip naming the compiler's first errors), not a failure of the user's stack."""
     root = kernels_root(ctx)
     errors = []
     for generation in kernel_generations():
-        source = os.path.join(root, generation, package)
-        ctx.step("compile %s/%s (or reuse it from the cache)" % (generation, package))
+        ctx.step("compile %s/%s %s" % (generation, package, how))
         try:
-            compiled = compiled_package(ctx, source)
-        except PackageCompileError as error:
-            errors.append("%s: %s" % (generation, first_compiler_error(error)))
-            continue
-        if compiled is None:
-            return None
-        ctx.detail("kernel_generation", generation)
-        return compiled
-    raise _no_generation(errors)
+            result = build(os.path.join(root, generation, package))
+        except Exception as error:
+            if is_compile_error(error):
+                errors.append("%s: %s" % (generation, first_compiler_error(error)))
+                continue
+            raise
+        if result is not None:
+            ctx.detail("kernel_generation", generation)
+        return result
+    raise Skip(
+        "unsupported by this probe: no control-kernel generation compiles with MAX %s (%s)"
+        % (max_version(), " | ".join(errors))
+    )
+
+
+def _cached_control(ctx, package):
+    """The cached compiled control package, or None where nothing can be cached."""
+    return _first_generation_that_compiles(
+        ctx, package, "(or reuse it from the cache)", lambda source: compiled_package(ctx, source)
+    )
 
 
 def control_kernel(ctx, bridge, package="control"):
     """A path to hand MAX for the control package: the cached compiled package, or where nothing can be
-    cached, the source folder of the generation CustomOpLibrary compiles. A MAX for which no generation
-    compiles is "unsupported by this probe" (a skip naming the compiler's first error), not a failure of
-    the user's stack."""
+    cached, the source folder of the generation CustomOpLibrary compiles."""
     compiled = _cached_control(ctx, package)
     if compiled is not None:
         return compiled
     _, path = load_control_library(ctx, bridge, package, from_source=True)
-    return str(path)
-
-
-def _no_generation(errors):
-    return Skip(
-        "unsupported by this probe: no control-kernel generation compiles with MAX %s (%s)"
-        % (max_version(), " | ".join(errors))
-    )
+    return path
 
 
 def load_control_library(ctx, bridge, package="control", from_source=False):
@@ -261,20 +265,9 @@ def load_control_library(ctx, bridge, package="control", from_source=False):
         if compiled is not None:
             ctx.step("load %s with CustomOpLibrary" % os.path.basename(compiled))
             return bridge.CustomOpLibrary(Path(compiled)), compiled
-    errors = []
-    for generation in kernel_generations():
-        path = Path(kernels_root(ctx)) / generation / package
-        ctx.step("compile %s/%s with CustomOpLibrary" % (generation, package))
-        try:
-            library = bridge.CustomOpLibrary(path)
-        except Exception as error:
-            if is_compile_error(error):
-                errors.append("%s: %s" % (generation, first_compiler_error(error)))
-                continue
-            raise
-        ctx.detail("kernel_generation", generation)
-        return library, path
-    raise _no_generation(errors)
+    return _first_generation_that_compiles(
+        ctx, package, "with CustomOpLibrary", lambda source: (bridge.CustomOpLibrary(Path(source)), source)
+    )
 
 
 def torch_device(ctx):
