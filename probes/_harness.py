@@ -6,19 +6,29 @@ whether or not gpudoctor is installed there. Kept compatible with Python 3.8.
 
 The result goes through a side channel, never stdout: when the runner sets GPUDOCTOR_RESULT_FILE,
 each step and the final result are appended to that file as JSON lines, flushed as they happen, so a
-probe that segfaults mid-way still tells the runner which step it was in.
+probe that segfaults mid-way still tells the runner which step it was in. What those lines hold is the
+protocol in ``_protocol.py`` (a copy of ``gpudoctor.protocol``, which the runner reads them with).
 """
 
 import argparse
 import faulthandler
-import json
 import os
 import signal
 import sys
 import traceback
 
-RESULT_FILE_ENV = "GPUDOCTOR_RESULT_FILE"
-PATCH_FILES_ENV = "GPUDOCTOR_PATCH_FILES"  # files to run before the probe: the doctor verifying a patch
+from _protocol import (
+    EVENT_RESULT,
+    PATCH_FILES_ENV,
+    RESULT_FILE_ENV,
+    SHUTDOWN_STEP,
+    STATUS_FAIL,
+    STATUS_PASS,
+    STATUS_SKIP,
+    DetailKey,
+    encode,
+    step_event,
+)
 
 
 class Skip(Exception):
@@ -43,7 +53,7 @@ class Context(object):
         """Record what the probe is about to do, so a crash in it can be located."""
         sys.stderr.write("[%s] %s\n" % (self.name, description))
         sys.stderr.flush()
-        self._emit({"event": "step", "name": description})
+        self._emit(step_event(description))
 
     def detail(self, key, value):
         """Record a fact worth reporting (a version, which API exists, a measured value)."""
@@ -58,7 +68,7 @@ class Context(object):
 
     def _emit(self, event):
         if self._channel is not None:
-            self._channel.write(json.dumps(event, default=str) + "\n")
+            self._channel.write(encode(event))
             self._channel.flush()
 
 
@@ -84,18 +94,18 @@ def run_probe(name, function, devices=("cpu", "cuda"), add_arguments=None):
     label = name if device is None else "%s/%s" % (name, device)
     channel = _open_channel()
     ctx = Context(label, device, options, channel)
-    result = {"event": "result"}
+    result = {"event": EVENT_RESULT}
     try:
         _apply_patches(ctx)
         summary = function(ctx)
-        result.update(status="pass", summary=summary or "ok")
+        result.update(status=STATUS_PASS, summary=summary or "ok")
         exit_code = 0
     except Skip as skip:
-        result.update(status="skip", summary=str(skip), skip_reason=str(skip))
+        result.update(status=STATUS_SKIP, summary=str(skip), skip_reason=str(skip))
         exit_code = 0
     except BaseException as error:  # the probe reports every failure, even SystemExit from a library
         result.update(
-            status="fail",
+            status=STATUS_FAIL,
             summary="%s: %s" % (type(error).__name__, error),
             exception_type=_qualified_name(type(error)),
             message=str(error),
@@ -109,7 +119,7 @@ def run_probe(name, function, devices=("cpu", "cuda"), add_arguments=None):
     sys.stdout.flush()
     # Leaving normally on purpose: a stack that crashes during interpreter teardown (atexit handlers,
     # driver unload) is a finding too, and the runner reports it as a crash after the result.
-    ctx._emit({"event": "step", "name": "interpreter shutdown"})
+    ctx._emit(step_event(SHUTDOWN_STEP))
     if channel is not None:
         channel.close()
     sys.exit(exit_code)
@@ -121,7 +131,7 @@ def _apply_patches(ctx):
     for path in filter(None, os.environ.get(PATCH_FILES_ENV, "").split(os.pathsep)):
         ctx.step("apply patch %s" % os.path.basename(path))
         runpy.run_path(path, run_name="gpudoctor_patch")
-        ctx.details.setdefault("patches_applied", []).append(os.path.basename(path))
+        ctx.details.setdefault(DetailKey.PATCHES_APPLIED, []).append(os.path.basename(path))
 
 
 def _qualified_name(cls):

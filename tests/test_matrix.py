@@ -60,7 +60,8 @@ _PROBE = "custom-op/cuda"
 @pytest.mark.parametrize(
     ("where", "value", "field", "message"),
     [
-        ("schema", 2, "schema", "reads schema 1"),
+        ("schema", 3, "schema", "reads schema 1 and 2"),
+        ("reports", ["not-an-id"], "reports", "report ids"),
         ("hostname", "box", "hostname", "unknown field"),
         ("environment|gpu", _DELETE, "environment.gpu", "missing"),
         ("environment|torch", "two-point-six", "environment.torch", "not a version"),
@@ -73,7 +74,8 @@ _PROBE = "custom-op/cuda"
         (f"results|{_PROBE}|signal", "segv", f"results.{_PROBE}.signal", "signal name"),
         (f"results|{_PROBE}|agreeing", 5, f"results.{_PROBE}.agreeing", "cannot exceed runs"),
         (f"results|{_PROBE}|date", "yesterday", f"results.{_PROBE}.date", "not a date"),
-        (f"results|{_PROBE}|colour", "red", f"results.{_PROBE}.colour", "unknown field"),
+        (f"results|{_PROBE}|colour", "red", f"results.{_PROBE}", "unknown field 'colour'"),
+        (f"results|{_PROBE}|outcome", "interrupted", f"results.{_PROBE}.outcome", "must be one of"),
         ("note", "\x1b[2J\x1b[31mall good", "note", "control character (\\x1b)"),
         ("note", "ran in /home/alice/proj", "note", "home directory path"),
         ("note", "x" * 5000, "note", "longer than 1000"),
@@ -151,8 +153,13 @@ def test_adding_the_same_environment_merges_into_one_file(tmp_path: Path) -> Non
     source = FIXTURES / "h100-suite-report.json"
     first = run_cli("matrix", "add", "--from", str(source), "--matrix", str(tmp_path), "--note", "first")
     assert first.returncode == 0, first.stderr
-    again = run_cli("matrix", "add", "--from", str(source), "--matrix", str(tmp_path))
-    assert again.returncode == 0 and again.stdout.startswith("merged into")
+    (path,) = (tmp_path / "rows").glob("*.toml")
+    before = path.read_bytes()
+    again = run_cli("matrix", "add", "--from", str(source), "--matrix", str(tmp_path))  # the same report
+    assert again.returncode == 0 and again.stdout.startswith(f"already in {path}"), again.stdout
+    assert path.read_bytes() == before  # counted once
+    other = run_cli("matrix", "add", "--from", str(FIXTURES / "h100-suite-report-cached.json"), "--matrix", str(tmp_path))
+    assert other.stdout.startswith("merged into"), other.stdout
     document = json.loads(source.read_text())
     crashed = next(r for r in document["results"] if r["id"] == _PROBE)
     crashed.update(outcome="crash", signal="SIGSEGV")
@@ -160,7 +167,6 @@ def test_adding_the_same_environment_merges_into_one_file(tmp_path: Path) -> Non
     changed.write_text(json.dumps(document))
     third = run_cli("matrix", "add", "--from", str(changed), "--matrix", str(tmp_path))
     assert f"outcome changed for {_PROBE}" in third.stdout
-    (path,) = (tmp_path / "rows").glob("*.toml")
     data = tomllib.loads(path.read_text())
     assert data["note"] == "first"
     assert data["results"][_PROBE] == {
@@ -172,7 +178,18 @@ def test_adding_the_same_environment_merges_into_one_file(tmp_path: Path) -> Non
         "doctor": "0.1.0",
     }
     assert data["results"]["torch-env/cuda"]["runs"] == 3 and data["results"]["torch-env/cuda"]["agreeing"] == 3
+    assert len(data["reports"]) == 3
     assert list((tmp_path / "rows").iterdir()) == [path]
+    assert path.stat().st_mode & 0o777 == 0o644  # shared data: readable by everyone
+
+
+def test_rows_of_schema_1_are_still_read(tmp_path: Path) -> None:
+    data = _valid_row_data()
+    data["schema"] = 1
+    del data["reports"]
+    path = tmp_path / "row.toml"
+    path.write_text(tomli_w.dumps(data))
+    assert load_row(path, KNOWN, strict_name=False).reports == ()
 
 
 _WRITER = """

@@ -16,7 +16,7 @@ from gpudoctor.model import Device, ProbeSpec
 from gpudoctor.tomlcheck import checked_table, string_list
 
 CATALOG_FILE = "catalog.toml"
-_FIELDS = {"id", "script", "title", "stage", "devices", "needs", "after", "timeout_s", "args"}
+_FIELDS = {"id", "script", "title", "stage", "devices", "needs", "after", "timeout_s", "args", "details"}
 
 
 def default_probe_dir() -> Path:
@@ -69,6 +69,7 @@ def _spec(where: str, entry: Any, probe_dir: Path) -> ProbeSpec:
         after=string_list(where, entry, "after"),
         timeout_s=float(timeout),
         args=string_list(where, entry, "args"),
+        details=string_list(where, entry, "details"),
     )
 
 

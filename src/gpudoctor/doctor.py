@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gpudoctor import __version__
+from gpudoctor.cancel import CancelScope
 from gpudoctor.catalog import default_probe_dir, load_catalog
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.inventory import collect_environment
@@ -23,6 +25,21 @@ from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, 
 from gpudoctor.patches import PATCH_FILES_ENV, PATCH_MODULES, patch_file
 from gpudoctor.runner import run_probe
 from gpudoctor.suite import PlannedRun, ResultCallback, StartCallback, plan_runs, run_plan
+
+PROBE_MEMORY_GIB = 1.5  # a probe process with torch and MAX loaded, measured at 0.7-1.3 GiB peak
+
+
+def default_jobs() -> int:
+    """Probe processes at once by default: one per CPU, at least 2, at most 16, and no more than the available
+    memory holds (a probe with torch and MAX loaded takes about a GiB)."""
+    jobs = max(2, min(16, os.cpu_count() or 2))
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            available_kib = next(int(line.split()[1]) for line in handle if line.startswith("MemAvailable:"))
+        jobs = min(jobs, max(1, int(available_kib / (PROBE_MEMORY_GIB * 1024 * 1024))))
+    except (OSError, StopIteration, ValueError):
+        pass
+    return jobs
 
 
 @dataclass(frozen=True)
@@ -33,7 +50,7 @@ class DoctorOptions:
     probe_dir: Path | None = None
     only: tuple[str, ...] | None = None
     devices: tuple[Device, ...] | None = None
-    jobs: int = 2
+    jobs: int = field(default_factory=default_jobs)
     timeout_s: float | None = None
     run_probes: bool = True
 
@@ -62,38 +79,54 @@ def make_report(
     return dataclasses.replace(report, findings=match_findings(report, load_known_issues()))
 
 
-def verify_patches(report: Report, planned: Sequence[PlannedRun]) -> Report:
-    """Rerun each failing probe a finding has a patch for, with the patch applied; record what happened.
-
-    A finding says its patch fixes the problem only when every rerun passed.
-    """
+def verify_patches(report: Report, planned: Sequence[PlannedRun], cancel: CancelScope | None = None) -> Report:
+    """Rerun each failing run a finding matched and has a patch for, with the patch applied; record what
+    happened. A finding says its patch fixes the problem only when every rerun passed."""
     invocations = {run.run_id: run.invocation for run in planned}
-    issues = {issue.id: issue for issue in load_known_issues()}
     findings: list[Finding] = []
     for finding in report.findings:
-        issue = issues.get(finding.id)
-        if finding.patch is None or issue is None or finding.patch not in PATCH_MODULES:
+        failing = [
+            result
+            for run_id in finding.runs
+            if (result := report.result(run_id)) is not None and result.outcome.is_problem and run_id in invocations
+        ]
+        if finding.patch is None or finding.patch not in PATCH_MODULES or not failing:
             findings.append(finding)
             continue
-        failing = [r for r in report.results if r.outcome.is_problem and any(ev.matches(r) for ev in issue.evidence)]
         notes: list[str] = []
-        verified = bool(failing)
+        verified = True
         for result in failing:
             patched = dataclasses.replace(
                 invocations[result.id], extra_env={PATCH_FILES_ENV: str(patch_file(finding.patch))}
             )
-            rerun = run_probe(patched)
+            rerun = run_probe(patched, cancel.child() if cancel is not None else None)
+            if rerun.outcome is Outcome.INTERRUPTED:
+                break  # the session was stopped: nothing verified either way
             verified = verified and rerun.outcome is Outcome.PASS
             notes.append(
                 f"{result.id} rerun with the patch: {rerun.outcome.value} ({rerun.summary}); by hand: {rerun.command}"
             )
-        if failing:
+        else:
             headline = f"fixed by patch {finding.patch}" if verified else f"patch {finding.patch} did not fix it"
-            finding = dataclasses.replace(
-                finding, patch_verified=verified, patch_note=headline + ": " + "; ".join(notes)
-            )
+            note = headline + ": " + "; ".join(notes)
+            finding = dataclasses.replace(finding, patch_verified=verified, patch_note=note)
         findings.append(finding)
     return dataclasses.replace(report, findings=tuple(findings))
+
+
+def conclude(
+    environment: Environment,
+    results: Sequence[ProbeResult],
+    planned: Sequence[PlannedRun],
+    *,
+    cancel: CancelScope | None = None,
+    kernel: Mapping[str, Any] | None = None,
+) -> Report:
+    """The report of a run: findings matched once, and their patches verified unless the session was stopped."""
+    report = make_report(environment, results, kernel=kernel)
+    if cancel is not None and cancel.cancelled:
+        return report
+    return verify_patches(report, planned, cancel)
 
 
 def plan(options: DoctorOptions, environment: Environment, specs: Sequence[ProbeSpec]) -> list[PlannedRun]:
@@ -121,11 +154,14 @@ def diagnose(
     on_plan: PlanCallback | None = None,
     on_start: StartCallback | None = None,
     on_result: ResultCallback | None = None,
+    cancel: CancelScope | None = None,
 ) -> Report:
     """Run the whole pipeline and return the report.
 
     ``on_plan`` hears the environment and every planned run before any probe starts (a face can draw them);
-    ``on_start`` and ``on_result`` hear each run as it starts and ends, from worker threads.
+    ``on_start`` and ``on_result`` hear each run as it starts and ends, from worker threads. Cancelling
+    ``cancel`` (from any thread or a signal handler) kills every running probe at once: the report then
+    keeps what had ended and marks the rest INTERRUPTED.
     """
     python = resolve_python(options.python)
     if not options.run_probes:
@@ -138,5 +174,45 @@ def diagnose(
     planned = plan(options, environment, specs)
     if on_plan is not None:
         on_plan(environment, planned)
-    results = run_plan(planned, jobs=options.jobs, on_start=on_start, on_result=on_result)
-    return verify_patches(make_report(environment, results), planned)
+    results = run_plan(planned, jobs=options.jobs, on_start=on_start, on_result=on_result, cancel=cancel)
+    return conclude(environment, results, planned, cancel=cancel)
+
+
+def dependents(planned: Sequence[PlannedRun], run_ids: Iterable[str]) -> list[str]:
+    """``run_ids`` and every planned run that builds on them, directly or not, in plan order."""
+    chosen = set(run_ids)
+    for run in planned:  # plan order puts prerequisites first, so one pass closes the set
+        if chosen.intersection(run.prerequisites):
+            chosen.add(run.run_id)
+    return [run.run_id for run in planned if run.run_id in chosen]
+
+
+def rerun(
+    options: DoctorOptions,
+    report: Report,
+    run_ids: Iterable[str],
+    *,
+    on_plan: PlanCallback | None = None,
+    on_start: StartCallback | None = None,
+    on_result: ResultCallback | None = None,
+    cancel: CancelScope | None = None,
+) -> Report:
+    """Run ``run_ids`` again in the environment of ``report``, with every run that builds on them.
+
+    The same plan, prerequisites, findings and patch verification as a full run; the results of the other
+    runs are kept from ``report`` and their outcomes gate what is rerun exactly as in a full run.
+    """
+    specs = load_catalog(probe_directory(options))
+    planned = plan(options, report.environment, specs)
+    wanted = list(run_ids)
+    unknown = sorted(set(wanted) - {run.run_id for run in planned})
+    if unknown:
+        raise GpuDoctorError(f"cannot rerun {', '.join(unknown)}: not in this plan")
+    again = set(dependents(planned, wanted))
+    given = {r.id: r for r in report.results if r.id not in again}
+    if on_plan is not None:
+        on_plan(report.environment, planned)
+    results = run_plan(
+        planned, jobs=options.jobs, on_start=on_start, on_result=on_result, cancel=cancel, given=given
+    )
+    return conclude(report.environment, results, planned, cancel=cancel)

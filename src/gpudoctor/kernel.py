@@ -9,11 +9,12 @@ import json
 import os
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpudoctor.cancel import CancelScope
 from gpudoctor.catalog import default_probe_dir, load_catalog
-from gpudoctor.doctor import make_report, resolve_python, verify_patches
+from gpudoctor.doctor import conclude, default_jobs, resolve_python
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.inventory import collect_environment
 from gpudoctor.kernelspec import CallRequest, KernelCall, resolve_calls
@@ -32,6 +33,14 @@ KERNEL_SPEC = ProbeSpec(
     devices=(Device.CPU, Device.CUDA),
     needs_packages=("torch", "max"),
     timeout_s=600.0,
+    details=(
+        "bridge_module",
+        "compile_errors",
+        "ops",
+        "compare_missing",
+        "compared_with_cpu",
+        "differs_from_cpu",
+    ),
 )
 
 
@@ -41,7 +50,7 @@ class KernelOptions:
     requests: tuple[CallRequest, ...] = ()
     python: str | None = None
     devices: tuple[Device, ...] | None = None
-    jobs: int = 2
+    jobs: int = field(default_factory=default_jobs)
     timeout_s: float | None = None
     probe_dir: Path | None = None
 
@@ -159,8 +168,9 @@ def diagnose_kernel(
     *,
     on_start: StartCallback | None = None,
     on_result: ResultCallback | None = None,
+    cancel: CancelScope | None = None,
 ) -> Report:
-    """Scan, plan, run and report on a user's kernel package."""
+    """Scan, plan, run and report on a user's kernel package; ``cancel`` stops it as it stops ``diagnose``."""
     package = check_package_path(options.package)
     options = dataclasses.replace(options, package=package)
     scan = scan_package(package)
@@ -177,6 +187,5 @@ def diagnose_kernel(
             if on_result is not None:
                 on_result(result)
 
-        results = run_plan(planned, jobs=options.jobs, on_start=on_start, on_result=heard)
-        report = make_report(environment, results, kernel=kernel_section(package, scan, calls))
-        return verify_patches(report, planned)
+        results = run_plan(planned, jobs=options.jobs, on_start=on_start, on_result=heard, cancel=cancel)
+        return conclude(environment, results, planned, cancel=cancel, kernel=kernel_section(package, scan, calls))

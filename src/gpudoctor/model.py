@@ -6,6 +6,8 @@ Frozen dataclasses with ``to_dict``/``from_dict`` so that a report round-trips t
 from __future__ import annotations
 
 import enum
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,11 +23,17 @@ class Outcome(str, enum.Enum):
     CRASH = "crash"
     TIMEOUT = "timeout"
     SKIPPED = "skipped"
+    INTERRUPTED = "interrupted"  # the session was stopped (quit, Ctrl-C, SIGTERM) before the run ended
 
     @property
     def is_problem(self) -> bool:
         """A result that makes the doctor exit 1."""
         return self in (Outcome.FAIL, Outcome.CRASH, Outcome.TIMEOUT)
+
+    @property
+    def says_something(self) -> bool:
+        """Whether the outcome tells anything about the stack (skipped and interrupted runs do not)."""
+        return self not in (Outcome.SKIPPED, Outcome.INTERRUPTED)
 
 
 class Device(str, enum.Enum):
@@ -204,6 +212,7 @@ class ProbeSpec:
     after: tuple[str, ...] = ()  # probe ids that must pass first
     timeout_s: float = 300.0
     args: tuple[str, ...] = ()
+    details: tuple[str, ...] = ()  # the detail keys the probe may publish (declared in catalog.toml)
 
     def run_id(self, device: Device) -> str:
         return self.id if device is Device.NONE else f"{self.id}/{device.value}"
@@ -311,6 +320,7 @@ class Finding:
     patch: str | None = None
     patch_verified: bool | None = None  # None: not tried; True only when the patched rerun passed
     patch_note: str | None = None
+    runs: tuple[str, ...] = ()  # the run ids whose results matched the evidence
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -318,6 +328,7 @@ class Finding:
             "title": self.title,
             "severity": self.severity,
             "evidence": list(self.evidence),
+            "runs": list(self.runs),
             "explanation": self.explanation,
             "fix": self.fix,
             "references": list(self.references),
@@ -339,6 +350,7 @@ class Finding:
             patch=_opt_str(data, "patch"),
             patch_verified=data.get("patch_verified"),
             patch_note=_opt_str(data, "patch_note"),
+            runs=tuple(str(r) for r in data.get("runs", ())),
         )
 
 
@@ -365,6 +377,18 @@ class Report:
             f.severity == "problem" for f in self.findings
         )
         return 1 if problems else 0
+
+    @property
+    def report_id(self) -> str:
+        """A content hash of the report: the same report read back from its JSON has the same id, so the matrix
+        counts it once however often it is added."""
+        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether the session was stopped before every run ended."""
+        return any(r.outcome is Outcome.INTERRUPTED for r in self.results)
 
     def result(self, run_id: str) -> ProbeResult | None:
         return next((r for r in self.results if r.id == run_id), None)

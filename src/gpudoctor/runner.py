@@ -7,8 +7,6 @@ stderr, and the structured result read from a side-channel file. Nothing a probe
 from __future__ import annotations
 
 import collections
-import contextlib
-import json
 import os
 import shlex
 import signal
@@ -21,14 +19,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from gpudoctor.cancel import CancelScope, kill_group
 from gpudoctor.crashinfo import fatal_error, faulthandler_frames, signal_name, traceback_tail
 from gpudoctor.model import Device, Frame, Outcome, ProbeResult, ProbeSpec
+from gpudoctor.protocol import (
+    EVENT_RESULT,
+    EVENT_STEP,
+    RESULT_FILE_ENV,
+    SHUTDOWN_STEP,
+    STATUS_FAIL,
+    STATUS_PASS,
+    STATUS_SKIP,
+    decode,
+)
 from gpudoctor.redact import redact_text, redact_tree
 
-RESULT_FILE_ENV = "GPUDOCTOR_RESULT_FILE"
 CAPTURE_LIMIT = 64 * 1024  # bytes kept from the end of each of stdout and stderr
 _DUMP_GRACE_S = 1.0
-_POLL_S = 0.1  # how often a waiting runner checks for cancellation
 
 
 class _TailReader(threading.Thread):
@@ -90,25 +97,11 @@ class ProbeInvocation:
         return redact_text(f"{prefix} {command}" if prefix else command)
 
 
-def _read_events(path: Path) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
+def read_events(path: Path) -> list[dict[str, Any]]:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        return decode(path.read_text(encoding="utf-8", errors="replace"))
     except OSError:
-        return events
-    for line in text.splitlines():
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line cut short by a crash
-        if isinstance(event, dict):
-            events.append(event)
-    return events
-
-
-def _kill_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
+        return []
 
 
 def skipped_result(invocation: ProbeInvocation, reason: str) -> ProbeResult:
@@ -124,12 +117,27 @@ def skipped_result(invocation: ProbeInvocation, reason: str) -> ProbeResult:
     )
 
 
-def run_probe(invocation: ProbeInvocation, cancel: threading.Event | None = None) -> ProbeResult:
+def interrupted_result(invocation: ProbeInvocation, reason: str, duration_s: float = 0.0) -> ProbeResult:
+    """A run the session stopped (or never started because it was stopped)."""
+    return ProbeResult(
+        id=invocation.run_id,
+        probe=invocation.spec.id,
+        device=invocation.device,
+        outcome=Outcome.INTERRUPTED,
+        duration_s=duration_s,
+        command=invocation.reproduce_command(),
+        summary=f"interrupted: {reason}",
+    )
+
+
+def run_probe(invocation: ProbeInvocation, cancel: CancelScope | None = None) -> ProbeResult:
     """Start the probe, wait for it within its timeout, and classify what happened.
 
-    Setting ``cancel`` kills the probe's process group early (its result is then meaningless: the caller
-    asked for it to stop, as when a prerequisite run in parallel has failed).
+    The probe's process group belongs to ``cancel`` while it runs: cancelling the scope kills it at once and
+    the result is INTERRUPTED (as when the user quits, or a prerequisite run in parallel has failed).
     """
+    if cancel is not None and cancel.cancelled:
+        return interrupted_result(invocation, cancel.reason or "cancelled before it started")
     with tempfile.TemporaryDirectory(prefix="gpudoctor-") as scratch:
         result_file = Path(scratch) / "result.jsonl"
         env = dict(os.environ)
@@ -164,32 +172,17 @@ def run_probe(invocation: ProbeInvocation, cancel: threading.Event | None = None
         readers = [_TailReader(process.stdout, CAPTURE_LIMIT), _TailReader(process.stderr, CAPTURE_LIMIT)]
         for reader in readers:
             reader.start()
-        timed_out = False
-        returncode: int | None = None
-        deadline = started + invocation.timeout_s
-        while returncode is None:
-            try:
-                returncode = process.wait(timeout=max(0.0, min(_POLL_S, deadline - time.monotonic())))
-            except subprocess.TimeoutExpired:
-                if cancel is not None and cancel.is_set():
-                    _kill_group(process.pid, signal.SIGKILL)  # its result no longer matters
-                    returncode = process.wait()
-                elif time.monotonic() >= deadline:
-                    timed_out = True
-                    # The probe harness registers faulthandler on SIGUSR1: ask where every thread hangs first.
-                    try:
-                        os.kill(process.pid, signal.SIGUSR1)
-                        process.wait(timeout=_DUMP_GRACE_S)
-                    except (ProcessLookupError, subprocess.TimeoutExpired):
-                        pass
-                    _kill_group(process.pid, signal.SIGKILL)
-                    returncode = process.wait()
-        duration = time.monotonic() - started
-        # Whatever the probe left behind in its group (a hung grandchild) goes too, or the pipes never close.
-        _kill_group(process.pid, signal.SIGKILL)
+        owner = cancel if cancel is not None else CancelScope()
+        with owner.owning(process.pid):  # start_new_session: the pid is the group id
+            returncode, timed_out = _wait(process, started + invocation.timeout_s)
+            duration = time.monotonic() - started
+            # Whatever the probe left behind in its group (a hung grandchild) goes too, or the pipes never close.
+            kill_group(process.pid)
         for reader in readers:
             reader.join(timeout=5)
-        events = _read_events(result_file)
+        events = read_events(result_file)
+    if owner.cancelled:
+        return interrupted_result(invocation, owner.reason or "cancelled", duration)
     return classify(
         invocation,
         returncode=returncode,
@@ -199,6 +192,22 @@ def run_probe(invocation: ProbeInvocation, cancel: threading.Event | None = None
         stdout=readers[0].text(),
         stderr=readers[1].text(),
     )
+
+
+def _wait(process: subprocess.Popen[bytes], deadline: float) -> tuple[int, bool]:
+    """Wait for the probe until ``deadline``; on timeout dump its threads, then kill its group."""
+    try:
+        return process.wait(timeout=max(0.0, deadline - time.monotonic())), False
+    except subprocess.TimeoutExpired:
+        pass
+    # The probe harness registers faulthandler on SIGUSR1: ask where every thread hangs first.
+    try:
+        os.kill(process.pid, signal.SIGUSR1)
+        process.wait(timeout=_DUMP_GRACE_S)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    kill_group(process.pid)
+    return process.wait(), True
 
 
 def classify(
@@ -212,12 +221,12 @@ def classify(
     stderr: str,
 ) -> ProbeResult:
     """Decide the outcome from exit status, the side-channel events and the captured output."""
-    reported_at = next((i for i in range(len(events) - 1, -1, -1) if events[i].get("event") == "result"), None)
+    reported_at = next((i for i in range(len(events) - 1, -1, -1) if events[i].get("event") == EVENT_RESULT), None)
     reported = events[reported_at] if reported_at is not None else None
-    steps = [str(e.get("name")) for e in events if e.get("event") == "step"]
-    final_step = steps[-1] if steps else None  # "interpreter shutdown" once the probe has reported
+    steps = [str(e.get("name")) for e in events if e.get("event") == EVENT_STEP]
+    final_step = steps[-1] if steps else None  # SHUTDOWN_STEP once the probe has reported
     # The step a reported failure happened in is the last one before the report.
-    before_report = [str(e.get("name")) for e in events[:reported_at] if e.get("event") == "step"]
+    before_report = [str(e.get("name")) for e in events[:reported_at] if e.get("event") == EVENT_STEP]
     last_step = (before_report[-1] if before_report else None) if reported is not None else final_step
     details = reported.get("details", {}) if reported else {}
     common: dict[str, Any] = {
@@ -247,7 +256,7 @@ def classify(
     if returncode < 0:
         name = signal_name(-returncode)
         headline = fatal_error(stderr)
-        after_result = reported is not None and final_step == "interpreter shutdown"
+        after_result = reported is not None and final_step == SHUTDOWN_STEP
         where = (
             "at interpreter exit, after the probe reported"
             if after_result
@@ -257,12 +266,12 @@ def classify(
         return ProbeResult(outcome=Outcome.CRASH, signal=name, summary=redact_text(summary), frames=frames, **common)
     if reported is not None:
         status = reported.get("status")
-        if status == "pass" and returncode == 0:
+        if status == STATUS_PASS and returncode == 0:
             return ProbeResult(outcome=Outcome.PASS, summary=redact_text(str(reported.get("summary", "ok"))), **common)
-        if status == "skip":
+        if status == STATUS_SKIP:
             reason = redact_text(str(reported.get("skip_reason") or reported.get("summary") or "skipped"))
             return ProbeResult(outcome=Outcome.SKIPPED, summary=f"skipped: {reason}", skip_reason=reason, **common)
-        if status == "fail":
+        if status == STATUS_FAIL:
             _, _, tb_frames = traceback_tail(str(reported.get("traceback", "")))
             return ProbeResult(
                 outcome=Outcome.FAIL,

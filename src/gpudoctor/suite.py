@@ -6,14 +6,14 @@ A variant whose prerequisite did not pass is skipped with that reason; results s
 from __future__ import annotations
 
 import concurrent.futures
-import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpudoctor.cancel import CancelScope
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Device, Environment, Outcome, ProbeResult, ProbeSpec
-from gpudoctor.runner import ProbeInvocation, run_probe, skipped_result
+from gpudoctor.runner import ProbeInvocation, interrupted_result, run_probe, skipped_result
 
 
 @dataclass(frozen=True)
@@ -137,6 +137,8 @@ def run_plan(
     on_start: StartCallback | None = None,
     on_result: ResultCallback | None = None,
     speculative: bool = True,
+    cancel: CancelScope | None = None,
+    given: Mapping[str, ProbeResult] | None = None,
 ) -> tuple[ProbeResult, ...]:
     """Run the plan with at most ``jobs`` probe processes at once; results come back in plan order.
 
@@ -144,14 +146,20 @@ def run_plan(
     result is held until they end. If a prerequisite does not pass, the run is stopped if still running and
     reported as skipped with that reason, exactly as if it had waited. The outcome of every run is the same
     as in the cautious order; only the wall time shrinks (prerequisite chains no longer add up).
+
+    ``given`` holds results already known (a rerun keeps them): those runs are not started again, and what
+    builds on them sees their outcome. Cancelling ``cancel`` kills every running probe at once; runs not yet
+    ended come back INTERRUPTED, and results that had ended are kept.
     """
     if jobs < 1:
         raise GpuDoctorError(f"--jobs must be at least 1, not {jobs}")
+    session = cancel if cancel is not None else CancelScope()
     final: dict[str, ProbeResult] = {}  # results whose prerequisites have all ended
     held: dict[str, ProbeResult] = {}  # ended, but a prerequisite is still running
-    waiting = list(plan)
+    known = dict(given or {})
+    waiting = [p for p in plan if p.run_id not in known]
     by_id = {p.run_id: p for p in plan}
-    cancels: dict[str, threading.Event] = {}
+    scopes: dict[str, CancelScope] = {}
     stopped: set[str] = set()  # runs killed because a prerequisite failed while they ran ahead of it
 
     def prerequisites(run: PlannedRun) -> list[str]:
@@ -159,16 +167,18 @@ def run_plan(
 
     def blocking_reason(run: PlannedRun) -> str | None:
         for prerequisite in prerequisites(run):
-            if prerequisite in final and final[prerequisite].outcome is not Outcome.PASS:
-                return f"prerequisite {prerequisite} did not pass ({final[prerequisite].outcome.value})"
+            outcome = final[prerequisite].outcome if prerequisite in final else None
+            # An interrupted prerequisite says nothing: what ran after it keeps its own result.
+            if outcome is not None and outcome not in (Outcome.PASS, Outcome.INTERRUPTED):
+                return f"prerequisite {prerequisite} did not pass ({outcome.value})"
         return None
 
     def may_start(run: PlannedRun) -> bool:
         return speculative or all(p in final for p in prerequisites(run))
 
-    def finish(run_id: str, result: ProbeResult) -> None:
+    def finish(run_id: str, result: ProbeResult, announce: bool = True) -> None:
         final[run_id] = result
-        if on_result is not None:
+        if on_result is not None and announce:
             on_result(result)
 
     def settle() -> bool:
@@ -186,40 +196,49 @@ def run_plan(
                 del held[run_id]
                 finish(run_id, result)
                 changed = True
-        for run_id, event in cancels.items():
-            if not event.is_set() and blocking_reason(by_id[run_id]) is not None:
-                event.set()  # a prerequisite failed while this ran ahead of it: stop it
+        for run_id, scope in scopes.items():
+            if not scope.cancelled and blocking_reason(by_id[run_id]) is not None:
                 stopped.add(run_id)
+                scope.cancel("a prerequisite failed while it ran ahead")
         for run in list(waiting):
             reason = run.skip_reason or blocking_reason(run)
-            if reason is not None:
+            if reason is None and session.cancelled:
+                waiting.remove(run)
+                finish(run.run_id, interrupted_result(run.invocation, f"not started: {session.reason}"))
+                changed = True
+            elif reason is not None:
                 waiting.remove(run)
                 finish(run.run_id, skipped_result(run.invocation, reason))
                 changed = True
         return changed
 
+    for run_id, result in known.items():
+        if run_id in by_id:
+            finish(run_id, result, announce=False)
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="probe") as pool:
         running: dict[concurrent.futures.Future[ProbeResult], PlannedRun] = {}
         while waiting or running or held:
             while settle():
                 pass
             for run in list(waiting):
-                if len(running) >= jobs:
+                if len(running) >= jobs or session.cancelled:
                     break
                 if may_start(run):
                     waiting.remove(run)
                     if on_start is not None:
                         on_start(run)
-                    cancels[run.run_id] = threading.Event()
-                    running[pool.submit(run_probe, run.invocation, cancels[run.run_id])] = run
+                    scopes[run.run_id] = session.child()
+                    running[pool.submit(run_probe, run.invocation, scopes[run.run_id])] = run
             if not running:
                 if waiting or held:  # cannot happen with a validated, acyclic catalog; fail loudly if it does
+                    if session.cancelled:
+                        continue  # settle() marks what is left interrupted
                     stuck = [r.run_id for r in waiting] + list(held)
                     raise GpuDoctorError("probe plan is stuck: " + ", ".join(stuck))
                 break
             done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
             for future in done:
                 run = running.pop(future)
-                cancels.pop(run.run_id, None)
+                scopes.pop(run.run_id, None)
                 held[run.run_id] = future.result()
     return tuple(final[p.run_id] for p in plan)

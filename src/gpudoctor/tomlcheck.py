@@ -1,23 +1,57 @@
-"""Shared checks for TOML data files (probe catalog, known issues): tables, known fields, string lists.
+"""Shared checks for TOML data files (probe catalog, known issues, matrix rows): bounded reads, tables with
+known fields, strings, string lists, whole numbers.
 
-Every error names where it happened and the field, as a GpuDoctorError.
+Every error names where it happened and the field, as a GpuDoctorError (or the subclass the caller names).
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Set
+from pathlib import Path
 from typing import Any
 
+import tomllib
+
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.render import CONTROL_CHARS
 
 
-def checked_table(where: str, entry: Any, fields: Set[str]) -> dict[str, Any]:
+def read_toml(path: Path, limit_bytes: int, error: type[GpuDoctorError] = GpuDoctorError) -> dict[str, Any]:
+    """A regular file of at most ``limit_bytes``, read as UTF-8 TOML; anything else raises ``error``.
+
+    Only regular files are opened (never a FIFO or a device that could block or never end), and no more than
+    the limit is read even if the file grows meanwhile.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as failure:
+        raise error(f"{path}: cannot read: {failure.strerror or failure}") from failure
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise error(f"{path}: not a regular file")
+        data = handle.read(limit_bytes + 1)
+    if len(data) > limit_bytes:
+        raise error(f"{path}: larger than {limit_bytes // 1024} KiB")
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise error(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as failure:
+        raise error(f"{path}: not valid TOML: {failure}") from failure
+
+
+def checked_table(
+    where: str, entry: Any, fields: Set[str], error: type[GpuDoctorError] = GpuDoctorError
+) -> dict[str, Any]:
     """``entry`` as a table whose keys are all in ``fields``."""
     if not isinstance(entry, dict):
-        raise GpuDoctorError(f"{where}: must be a table")
-    unknown = set(entry) - fields
+        raise error(f"{where}: must be a table")
+    unknown = sorted(set(entry) - fields)
     if unknown:
-        raise GpuDoctorError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+        raise error(f"{where}: unknown field {unknown[0]!r} (allowed: {', '.join(sorted(fields))})")
     return entry
 
 
@@ -26,3 +60,23 @@ def string_list(where: str, entry: dict[str, Any], key: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise GpuDoctorError(f"{where}: field {key!r} must be a list of strings")
     return tuple(value)
+
+
+def plain_string(where: str, value: Any, limit: int, error: type[GpuDoctorError] = GpuDoctorError) -> str:
+    """A non-empty string of at most ``limit`` characters with no control character (rows are plain text)."""
+    if not isinstance(value, str):
+        raise error(f"{where}: must be a string, not {type(value).__name__}")
+    if not value.strip():
+        raise error(f"{where}: must not be empty")
+    if len(value) > limit:
+        raise error(f"{where}: longer than {limit} characters")
+    if control := CONTROL_CHARS.search(value):
+        raise error(f"{where}: contains a control character (\\x{ord(control.group()):02x}); plain text only")
+    return value
+
+
+def whole_number(where: str, value: Any, low: int, high: int, error: type[GpuDoctorError] = GpuDoctorError) -> int:
+    """An integer (not a bool) from ``low`` to ``high``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise error(f"{where}: must be a whole number from {low} to {high}")
+    return value

@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, Report
+from gpudoctor.protocol import DetailKey
 from gpudoctor.tomlcheck import checked_table, string_list
 
 KNOWN_ISSUES = Path(__file__).with_name("known_issues.toml")
@@ -106,10 +107,10 @@ def _version_tuple(text: str | None) -> tuple[int, ...] | None:
 def _torch_cuda_newer_than_driver(report: Report) -> list[str]:
     driver = _version_tuple(report.environment.driver.cuda_driver_version)
     for result in report.results:
-        torch_cuda = _version_tuple(str(result.details.get("torch_cuda") or ""))
+        torch_cuda = _version_tuple(str(result.details.get(DetailKey.TORCH_CUDA) or ""))
         if driver and torch_cuda and torch_cuda > driver:
             return [
-                f"torch was built for CUDA {result.details['torch_cuda']}, the driver supports CUDA "
+                f"torch was built for CUDA {result.details[DetailKey.TORCH_CUDA]}, the driver supports CUDA "
                 f"{report.environment.driver.cuda_driver_version} ({result.id})"
             ]
     return []
@@ -191,7 +192,8 @@ def match_findings(report: Report, issues: Sequence[KnownIssue]) -> tuple[Findin
     for issue in issues:
         if not _affected(issue, report.environment):
             continue
-        evidence = [ev.describe(r) for ev in issue.evidence for r in report.results if ev.matches(r)]
+        matched = [(ev, r) for ev in issue.evidence for r in report.results if ev.matches(r)]
+        evidence = [ev.describe(r) for ev, r in matched]
         evidence += [text for name in issue.predicates for text in PREDICATES[name](report)]
         if evidence:
             findings.append(
@@ -204,6 +206,7 @@ def match_findings(report: Report, issues: Sequence[KnownIssue]) -> tuple[Findin
                     fix=issue.fix,
                     references=issue.references,
                     patch=issue.patch,
+                    runs=tuple(dict.fromkeys(r.id for _, r in matched)),
                 )
             )
     return tuple(findings)

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpudoctor.protocol import PATCH_FILES_ENV
+
+__all__ = ["PATCH_FILES_ENV", "PATCH_MODULES", "patch_file"]
+
 # Patch id (as named by known_issues.toml) -> module file in this package.
 PATCH_MODULES = {"float8-e8m0fnu-alias": "float8.py"}
-PATCH_FILES_ENV = "GPUDOCTOR_PATCH_FILES"
 
 
 def patch_file(patch_id: str) -> Path:

@@ -1,0 +1,64 @@
+"""The probe protocol: how a probe script and the doctor's runner talk, in one file both sides import.
+
+The runner imports this as ``gpudoctor.protocol``; probes import the byte-identical copy ``probes/_protocol.py``
+(they must run by hand in any interpreter, gpudoctor installed or not; a test keeps the two files equal).
+Standard library only; compatible with Python 3.8.
+
+A probe appends JSON lines to the file named by RESULT_FILE_ENV, flushed as they happen: a ``step`` event
+before each thing it does (so a crash can be located), then one ``result`` event, then the SHUTDOWN_STEP
+step just before the interpreter exits (so a crash during teardown is told apart from one in the probe).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+RESULT_FILE_ENV = "GPUDOCTOR_RESULT_FILE"  # where the probe appends its events
+PATCH_FILES_ENV = "GPUDOCTOR_PATCH_FILES"  # files (os.pathsep-separated) to run before the probe: a patch
+
+EVENT_STEP = "step"
+EVENT_RESULT = "result"
+SHUTDOWN_STEP = "interpreter shutdown"
+
+STATUS_PASS = "pass"
+STATUS_SKIP = "skip"
+STATUS_FAIL = "fail"
+STATUSES = (STATUS_PASS, STATUS_SKIP, STATUS_FAIL)
+
+# Fields of a result event beside "event" and "status".
+RESULT_FIELDS = ("summary", "skip_reason", "exception_type", "message", "traceback", "details")
+
+
+class DetailKey:
+    """Detail keys the doctor's own code reads; every one is declared by a probe in catalog.toml."""
+
+    TORCH_CUDA = "torch_cuda"  # the CUDA version torch was built for (torch-env)
+    BRIDGE_MODULE = "bridge_module"  # which MAX torch bridge imported (max-import)
+    PATCHES_APPLIED = "patches_applied"  # set by the harness itself when the doctor verifies a patch
+
+
+# Keys every probe may publish, whatever its catalog entry declares (the harness sets them).
+HARNESS_DETAILS = (DetailKey.PATCHES_APPLIED,)
+
+
+def step_event(name: str) -> dict[str, Any]:
+    return {"event": EVENT_STEP, "name": name}
+
+
+def encode(event: dict[str, Any]) -> str:
+    """One event as one line of JSON (values that are not JSON become their str)."""
+    return json.dumps(event, default=str) + "\n"
+
+
+def decode(text: str) -> list[dict[str, Any]]:
+    """The events in a result file's text; a line cut short by a crash, or anything not an event, is dropped."""
+    events: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("event") in (EVENT_STEP, EVENT_RESULT):
+            events.append(event)
+    return events

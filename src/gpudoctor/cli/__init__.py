@@ -1,0 +1,39 @@
+"""The command-line face: one module per subcommand, each parsing its options and rendering a Report.
+
+``gpudoctor`` (doctor_command), ``gpudoctor kernel`` (kernel_command), ``gpudoctor matrix`` (matrix_command).
+Exit codes: 0 healthy, 1 a problem found, 2 bad input or usage, 130 interrupted, 143 terminated.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from gpudoctor.errors import GpuDoctorError
+from gpudoctor.render import safe_text
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["kernel"]:
+        from gpudoctor.cli import kernel_command
+
+        return kernel_command.run(argv[1:])
+    if argv[:1] == ["matrix"]:
+        from gpudoctor.cli import matrix_command
+
+        return matrix_command.run(argv[1:])
+    from gpudoctor.cli import doctor_command
+
+    return doctor_command.run(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return run(argv)
+    except GpuDoctorError as error:
+        sys.stderr.write(safe_text(error.one_line()) + "\n")
+        return error.exit_code
+    except KeyboardInterrupt:  # outside a session (while parsing, say): nothing is running
+        sys.stderr.write("gpudoctor: interrupted\n")
+        return 130

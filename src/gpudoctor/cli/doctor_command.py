@@ -1,0 +1,89 @@
+"""`gpudoctor` itself: the full diagnosis on a terminal (the TUI), as plain text, JSON or Markdown."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from gpudoctor import __version__
+from gpudoctor.cli.common import (
+    EXIT_OK,
+    finish,
+    positive_float,
+    positive_int,
+    progress,
+    stop_on_signals,
+    wants_progress,
+)
+from gpudoctor.model import Device
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpudoctor",
+        description="Check whether this GPU custom-op stack (driver, CUDA, torch, MAX, Mojo) works, "
+        "and if not, what breaks. Exit status: 0 healthy, 1 a problem found, 2 usage error, "
+        "130/143 interrupted by SIGINT/SIGTERM (what had finished is still printed).",
+        epilog="Your own kernels: gpudoctor kernel PATH. The compatibility matrix: gpudoctor matrix "
+        "{add,check,show,near,readme}. Each has --help.",
+    )
+    parser.add_argument("--version", action="version", version=f"gpudoctor {__version__}")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print one JSON document (for CI)")
+    output.add_argument("--markdown", action="store_true", help="print a Markdown report for a bug report")
+    output.add_argument("--plain", action="store_true", help="plain text even on a terminal (no TUI)")
+    parser.add_argument("--python", metavar="PATH", help="the interpreter to examine (default: this one)")
+    parser.add_argument("--no-probes", action="store_true", help="inventory only: run no probe")
+    parser.add_argument("--only", metavar="ID", action="append", help="run only this probe (and what it needs)")
+    parser.add_argument(
+        "--device",
+        choices=[d.value for d in (Device.CPU, Device.CUDA)],
+        action="append",
+        help="run only the variants for this device",
+    )
+    parser.add_argument(
+        "--jobs", "-j", type=positive_int, default=None, help="probes run at once (default: one per CPU, 2 to 16)"
+    )
+    parser.add_argument("--timeout", type=positive_float, metavar="S", help="override every probe's timeout")
+    parser.add_argument("--probes", type=Path, metavar="DIR", help="a folder of probes with its catalog.toml")
+    parser.add_argument("--list", action="store_true", help="list the probes and exit")
+    return parser
+
+
+def list_probes(probe_dir: Path | None) -> int:
+    from gpudoctor.catalog import default_probe_dir, load_catalog
+
+    for spec in load_catalog(probe_dir or default_probe_dir()):
+        devices = ",".join(d.value for d in spec.devices)
+        after = f" after {','.join(spec.after)}" if spec.after else ""
+        print(f"{spec.id:<28} stage {spec.stage}  [{devices}]{after}  {spec.title}")
+    return EXIT_OK
+
+
+def run(argv: Sequence[str]) -> int:
+    options = build_parser().parse_args(argv)
+    if options.list:
+        return list_probes(options.probes)
+
+    from gpudoctor.doctor import DoctorOptions, default_jobs, diagnose
+
+    doctor_options = DoctorOptions(
+        python=options.python,
+        probe_dir=options.probes,
+        only=tuple(options.only) if options.only else None,
+        devices=tuple(Device(d) for d in options.device) if options.device else None,
+        jobs=options.jobs or default_jobs(),
+        timeout_s=options.timeout,
+        run_probes=not options.no_probes,
+    )
+    if not (options.json or options.markdown or options.plain) and sys.stdin.isatty() and sys.stdout.isatty():
+        from gpudoctor.tui import run_tui  # only here: the other faces never import Textual
+
+        return run_tui(doctor_options)
+    with stop_on_signals() as stop:
+        report = diagnose(
+            doctor_options, on_result=progress if wants_progress(options) else None, cancel=stop.scope
+        )
+        return finish(report, options, stop)

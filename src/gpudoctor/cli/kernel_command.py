@@ -1,0 +1,98 @@
+"""`gpudoctor kernel PATH`: the user's own Mojo custom-op package next to the control kernel."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpudoctor.cli.common import finish, positive_float, positive_int, progress, stop_on_signals, wants_progress
+from gpudoctor.errors import GpuDoctorError
+from gpudoctor.model import Device
+
+if TYPE_CHECKING:
+    from gpudoctor.kernelspec import CallRequest
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from gpudoctor.kernelspec import DTYPES, VALUES
+
+    parser = argparse.ArgumentParser(
+        prog="gpudoctor kernel",
+        description="Run your Mojo custom-op package through CustomOpLibrary in isolated processes, on the CPU "
+        "and on each GPU, next to gpudoctor's control kernel; compare GPU results with the CPU's and point at "
+        "host code that indexes device tensors. Without --op or --spec it compiles the package and lists its "
+        "ops. Exit status: 0 healthy, 1 a problem found, 2 usage error, 130/143 interrupted.",
+        epilog="Spec file: [[call]] tables with op, shape, dtype, parameters, values, rtol, atol and optional "
+        "per-tensor outputs/inputs lists; see the gpudoctor.kernelspec module docstring.",
+    )
+    parser.add_argument("package", type=Path, help="the package folder (with __init__.mojo) or a .mojopkg")
+    calls = parser.add_mutually_exclusive_group()
+    calls.add_argument("--spec", type=Path, metavar="FILE", help="a TOML file of [[call]] tables")
+    calls.add_argument("--op", action="append", metavar="NAME", help="call this op (repeatable)")
+    parser.add_argument("--shape", metavar="AxB", help="shape of every tensor of the --op calls, e.g. 64x64")
+    parser.add_argument("--dtype", choices=DTYPES, help="dtype where the signature leaves it open (default float32)")
+    parser.add_argument("--param", action="append", metavar="NAME=VALUE", help="compile-time parameter (repeatable)")
+    parser.add_argument("--values", choices=VALUES, default="arange", help="input values (default arange)")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print one JSON document")
+    output.add_argument("--markdown", action="store_true", help="print a Markdown report")
+    parser.add_argument("--python", metavar="PATH", help="the interpreter to run the kernel with")
+    parser.add_argument(
+        "--device", choices=[d.value for d in (Device.CPU, Device.CUDA)], action="append", help="only this device"
+    )
+    parser.add_argument(
+        "--jobs", "-j", type=positive_int, default=None, help="processes at once (default: one per CPU)"
+    )
+    parser.add_argument("--timeout", type=positive_float, metavar="S", help="limit for each run (default 600)")
+    parser.add_argument("--probes", type=Path, metavar="DIR", help="a folder of probes with its catalog.toml")
+    return parser
+
+
+def requests(options: argparse.Namespace) -> tuple[CallRequest, ...]:
+    from gpudoctor.kernelspec import CallRequest, load_spec, parse_parameter, parse_shape
+
+    if options.spec is not None:
+        if options.shape or options.dtype or options.param:
+            raise GpuDoctorError("--shape, --dtype and --param go with --op; a spec file says them per call")
+        return tuple(load_spec(options.spec))
+    if not options.op:
+        if options.shape or options.dtype or options.param:
+            raise GpuDoctorError("--shape, --dtype and --param need --op NAME")
+        return ()
+    shape = parse_shape(options.shape) if options.shape else None
+    parameters = dict(parse_parameter(p) for p in options.param or ())
+    return tuple(
+        CallRequest(
+            op=op,
+            where=f"--op {op}",
+            shape=shape,
+            dtype=options.dtype,
+            parameters=parameters,
+            values=options.values,
+            shared_parameters=len(options.op) > 1,
+        )
+        for op in options.op
+    )
+
+
+def run(argv: Sequence[str]) -> int:
+    from gpudoctor.doctor import default_jobs
+    from gpudoctor.kernel import KernelOptions, diagnose_kernel
+
+    options = build_parser().parse_args(argv)
+    kernel_options = KernelOptions(
+        package=options.package,
+        requests=requests(options),
+        python=options.python,
+        devices=tuple(Device(d) for d in options.device) if options.device else None,
+        jobs=options.jobs or default_jobs(),
+        timeout_s=options.timeout,
+        probe_dir=options.probes,
+    )
+    with stop_on_signals() as stop:
+        report = diagnose_kernel(
+            kernel_options, on_result=progress if wants_progress(options) else None, cancel=stop.scope
+        )
+        return finish(report, options, stop)

@@ -1,0 +1,132 @@
+"""`gpudoctor matrix {add,check,show,near,readme}`: the shared compatibility matrix."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpudoctor.cli.common import (
+    EXIT_OK,
+    EXIT_PROBLEM,
+    load_report_file,
+    positive_int,
+    progress,
+    stop_on_signals,
+)
+from gpudoctor.model import Report
+
+if TYPE_CHECKING:
+    from gpudoctor.matrix import MatrixStore
+from gpudoctor.render import safe_text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpudoctor matrix",
+        description="The shared compatibility matrix (matrix/rows/*.toml): add this environment's row, check "
+        "rows, show them, or find the rows nearest this environment.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def common(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--matrix", type=Path, metavar="DIR", help="the matrix folder (default: ./matrix)")
+
+    add = commands.add_parser("add", help="record this environment's results (a run now, or --from a --json)")
+    common(add)
+    add.add_argument("--from", dest="source", type=Path, metavar="REPORT", help="a saved `gpudoctor --json`")
+    add.add_argument("--note", help="a short plain-text note for the row")
+    add.add_argument("--jobs", "-j", type=positive_int, default=None, help="probes at once for a new run")
+    add.add_argument("--python", metavar="PATH", help="the interpreter to examine for a new run")
+    check = commands.add_parser("check", help="validate every row; exit 1 naming file and field")
+    common(check)
+    show = commands.add_parser("show", help="the rows as a table")
+    common(show)
+    show.add_argument("--package", action="append", default=[], metavar="SPEC", help="e.g. torch>=2.7, max==26.7.0")
+    show.add_argument("--gpu", metavar="TEXT", help="rows whose GPU name contains TEXT (or cpu)")
+    near = commands.add_parser("near", help="the rows closest to this environment, and what differs")
+    common(near)
+    near.add_argument("--from", dest="source", type=Path, metavar="REPORT", help="compare a saved --json run")
+    near.add_argument("--python", metavar="PATH", help="the interpreter whose environment to compare")
+    near.add_argument("--count", type=positive_int, default=5, help="how many rows (default 5)")
+    readme = commands.add_parser("readme", help="regenerate matrix/README.md from the rows")
+    common(readme)
+    readme.add_argument("--check", action="store_true", help="exit 1 if README.md is stale instead of writing")
+    return parser
+
+
+def run(argv: Sequence[str]) -> int:
+    from gpudoctor import matrix
+    from gpudoctor.atomic import atomic_write
+    from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
+
+    options = build_parser().parse_args(argv)
+    directory = matrix.default_matrix_dir(options.matrix, writing=options.command in ("add", "readme"))
+    store = matrix.MatrixStore(directory)
+    known = run_ids(load_catalog(default_probe_dir()))
+    if options.command == "check":
+        rows, errors = store.check(known)
+        for line in errors:
+            sys.stderr.write(safe_text(line) + "\n")
+        print(f"{len(rows)} rows valid, {len(errors)} with errors in {directory}")
+        return EXIT_PROBLEM if errors else EXIT_OK
+    if options.command == "readme":
+        text = matrix.readme_text(store.load(known))
+        target = directory / "README.md"
+        if options.check:
+            stale = not target.is_file() or target.read_text(encoding="utf-8") != text
+            print(f"{target} is {'stale: run gpudoctor matrix readme' if stale else 'up to date'}")
+            return EXIT_PROBLEM if stale else EXIT_OK
+        atomic_write(target, text, mode=0o644)
+        print(f"wrote {target}")
+        return EXIT_OK
+    if options.command == "add":
+        return _add(options, store, known)
+    rows = store.load(known)
+    if options.command == "show":
+        print(matrix.show_text(matrix.filter_rows(rows, options.package, options.gpu)), end="")
+        return EXIT_OK
+    own = load_report_file(options.source) if options.source else None
+    if own is None:
+        from gpudoctor.doctor import make_report, resolve_python
+        from gpudoctor.inventory import collect_environment
+
+        own = make_report(collect_environment(resolve_python(options.python)))
+    print(matrix.near_text(matrix.near(own, rows, known, options.count)), end="")
+    return EXIT_OK
+
+
+def _add(options: argparse.Namespace, store: MatrixStore, known: set[str]) -> int:
+    from gpudoctor import matrix
+
+    report = load_report_file(options.source) if options.source is not None else _run_now(options)
+    if isinstance(report, int):
+        return report
+    row = matrix.row_from_report(report, known, note=options.note)
+    added = store.add(row)
+    if not added.counted:
+        print(f"already in {added.path}: report {report.report_id} was recorded before; nothing changed")
+        return EXIT_OK
+    merged = added.row
+    changed = [p for p in row.results if merged.results[p].runs > 1 and merged.results[p].agreeing == 1]
+    what = f"{len(row.results)} probe results" + (f", outcome changed for {', '.join(changed)}" if changed else "")
+    print(f"{'new row' if added.new else 'merged into'} {added.path} ({what})")
+    return EXIT_OK
+
+
+def _run_now(options: argparse.Namespace) -> Report | int:
+    """A fresh run to record, or the exit status when it was interrupted (a partial run is never recorded)."""
+    from gpudoctor.doctor import DoctorOptions, default_jobs, diagnose
+
+    with stop_on_signals() as stop:
+        report = diagnose(
+            DoctorOptions(python=options.python, jobs=options.jobs or default_jobs()),
+            on_result=progress if sys.stderr.isatty() else None,
+            cancel=stop.scope,
+        )
+    if stop.exit_code is not None:
+        sys.stderr.write(f"gpudoctor: {stop.scope.reason}; nothing recorded\n")
+        return stop.exit_code
+    return report
