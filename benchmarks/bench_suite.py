@@ -67,7 +67,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, nargs="*", help="parallel --jobs values (default: the doctor's)")
     parser.add_argument("--caches", type=Path, help="keep the caches here (warm runs reuse them across calls)")
     options = parser.parse_args()
-    from gpudoctor.cli import default_jobs
+    from gpudoctor.doctor import default_jobs
 
     parallel_jobs = options.jobs or [default_jobs()]
     print(f"machine: {os.cpu_count()} CPUs; the doctor's default --jobs here: {default_jobs()}")

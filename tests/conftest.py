@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,3 +50,45 @@ def default_suite() -> tuple[int, dict[str, Any]]:
     completed = run_cli("--json", "--jobs", "2")
     assert completed.stdout, completed.stderr[-3000:]
     return completed.returncode, json.loads(completed.stdout)
+
+
+MARKER_ENV = "GPUDOCTOR_TEST_MARKER"
+
+
+def processes_with_marker(marker: str) -> list[int]:
+    """Every live process (but this one) whose environment carries ``MARKER_ENV=marker``: the probes a test
+    started inherit it from the doctor, so this finds any probe, or probe's child, left behind."""
+    needle = f"{MARKER_ENV}={marker}".encode() + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes() + b"\0"
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if needle in environ and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def synthetic_copy(tmp_path: Path, catalog: str) -> Path:
+    """The synthetic probes in a folder of their own, with ``catalog`` as their catalog.toml."""
+    probes = tmp_path / "probes"
+    shutil.copytree(SYNTHETIC, probes)
+    (probes / "_use_harness.py").write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'probes')!r})\n")
+    (probes / "catalog.toml").write_text(catalog)
+    return probes
+
+
+def hanging_catalog(tmp_path: Path) -> Path:
+    """Synthetic probes: one that passes at once, one that hangs for an hour (timeout 600 s), and one after it."""
+    return synthetic_copy(
+        tmp_path,
+        '[[probe]]\nid = "passes"\nscript = "passes.py"\ntitle = "passes"\nstage = 0\ndevices = ["cpu"]\n'
+        'details = ["answer"]\n\n'
+        '[[probe]]\nid = "hangs"\nscript = "hangs.py"\ntitle = "hangs"\nstage = 1\ntimeout_s = 600\n\n'
+        '[[probe]]\nid = "after-hang"\nscript = "passes.py"\ntitle = "after the hang"\nstage = 2\n'
+        'devices = ["cpu"]\nafter = ["hangs"]\n',
+    )

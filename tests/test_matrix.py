@@ -158,7 +158,8 @@ def test_adding_the_same_environment_merges_into_one_file(tmp_path: Path) -> Non
     again = run_cli("matrix", "add", "--from", str(source), "--matrix", str(tmp_path))  # the same report
     assert again.returncode == 0 and again.stdout.startswith(f"already in {path}"), again.stdout
     assert path.read_bytes() == before  # counted once
-    other = run_cli("matrix", "add", "--from", str(FIXTURES / "h100-suite-report-cached.json"), "--matrix", str(tmp_path))
+    cached = FIXTURES / "h100-suite-report-cached.json"
+    other = run_cli("matrix", "add", "--from", str(cached), "--matrix", str(tmp_path))
     assert other.stdout.startswith("merged into"), other.stdout
     document = json.loads(source.read_text())
     crashed = next(r for r in document["results"] if r["id"] == _PROBE)

@@ -138,7 +138,11 @@ def test_recorded_h100_suite_is_a_valid_report(fixture: str) -> None:
     document = json.loads((ROOT / "tests" / "fixtures" / fixture).read_text())
     validate_report(document)
     report = Report.from_dict(document)
+    # Recorded before findings named the runs they matched: read back, they gain an empty list, nothing else.
+    for finding in document["findings"]:
+        finding.setdefault("runs", [])
     assert report.to_dict() == document
+    validate_report(report.to_dict())
     assert report.environment.driver.gpus[0].name == "NVIDIA H100 80GB HBM3"
     cuda = [r for r in report.results if r.device.value == "cuda"]
     assert len(cuda) == 9 and all(r.outcome.value == "pass" for r in cuda)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SYNTHETIC
+from conftest import synthetic_copy
 
 from gpudoctor.catalog import load_catalog
 from gpudoctor.inventory import collect_environment
@@ -200,13 +199,11 @@ def test_whole_synthetic_suite_runs_to_the_end(synthetic_dir: Path, jobs: int, s
 def test_speculative_runs_start_early_and_are_stopped_when_a_prerequisite_fails(tmp_path: Path) -> None:
     """A dependent starts beside its prerequisite; when the prerequisite crashes, the dependent (here one
     that would hang for a minute) is killed and reported skipped, as if it had waited."""
-    probes = tmp_path / "probes"
-    shutil.copytree(SYNTHETIC, probes)
-    (probes / "_use_harness.py").write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'probes')!r})\n")
-    (probes / "catalog.toml").write_text(
+    probes = synthetic_copy(
+        tmp_path,
         '[[probe]]\nid = "segfaults"\nscript = "segfaults.py"\ntitle = "crashes"\nstage = 1\n\n'
         '[[probe]]\nid = "waits"\nscript = "hangs.py"\ntitle = "hangs"\nstage = 2\n'
-        'after = ["segfaults"]\ntimeout_s = 60\n'
+        'after = ["segfaults"]\ntimeout_s = 60\n',
     )
     specs = load_catalog(probes)
     plan = plan_runs(specs, collect_environment(), python=sys.executable, probe_dir=probes)

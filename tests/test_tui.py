@@ -10,10 +10,11 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SYNTHETIC, run_cli, validate_report
+from conftest import MARKER_ENV, ROOT, SYNTHETIC, hanging_catalog, processes_with_marker, run_cli, validate_report
 
 from gpudoctor.doctor import DoctorOptions
 from gpudoctor.model import Outcome
@@ -203,3 +204,48 @@ def test_smoke_in_a_real_terminal(mixed_probes: Path, tmp_path: Path) -> None:
         assert done.read_text().strip() == "1"  # problems found: exit status 1, as without the TUI
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True, check=False, env=env)
+
+
+def test_quit_mid_run_leaves_no_probe_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`q` while a probe hangs (its timeout is 600 s): the app exits at once with 130 and kills the probe."""
+    marker = uuid.uuid4().hex
+    monkeypatch.setenv(MARKER_ENV, marker)
+    asyncio.run(_quit_mid_run(hanging_catalog(tmp_path), tmp_path, marker))
+    assert processes_with_marker(marker) == []
+
+
+async def _quit_mid_run(probes: Path, tmp_path: Path, marker: str) -> None:
+    app = DoctorApp(DoctorOptions(probe_dir=probes, jobs=3), export_dir=tmp_path, matrix_dir=tmp_path / "none")
+    async with app.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + 60
+        while "hangs" not in app.started or not processes_with_marker(marker):
+            assert time.monotonic() < deadline, "the hanging probe never started"
+            await pilot.pause(0.1)
+        assert app.running and app.report is None
+        await pilot.press("q")
+    assert app.return_value == 130
+    assert app.session.cancelled and app.session.reason == "quit"
+
+
+def test_cancelling_the_worker_stops_its_probes_and_shows_what_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = uuid.uuid4().hex
+    monkeypatch.setenv(MARKER_ENV, marker)
+    asyncio.run(_cancel_worker(hanging_catalog(tmp_path), tmp_path, marker))
+
+
+async def _cancel_worker(probes: Path, tmp_path: Path, marker: str) -> None:
+    app = DoctorApp(DoctorOptions(probe_dir=probes, jobs=3), export_dir=tmp_path, matrix_dir=tmp_path / "none")
+    async with app.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + 60
+        while "hangs" not in app.started or not processes_with_marker(marker):
+            assert time.monotonic() < deadline, "the hanging probe never started"
+            await pilot.pause(0.1)
+        app.workers.cancel_group(app, "run")
+        await _wait_for_report(app, pilot, 30)
+        assert processes_with_marker(marker) == []
+        assert app.report is not None and app.report.interrupted
+        assert app.results["hangs"].outcome is Outcome.INTERRUPTED
+        assert "interrupted" in str(app.query_one("#probes").get_row("hangs")[1])  # type: ignore[attr-defined]
+        await pilot.press("q")

@@ -16,6 +16,7 @@ _MARKS = {
     Outcome.CRASH: "CRASH",
     Outcome.TIMEOUT: "TIMEOUT",
     Outcome.SKIPPED: "skipped",
+    Outcome.INTERRUPTED: "interrupted",
 }
 _TAIL_LINES = 30
 
@@ -184,4 +185,7 @@ def to_text(report: Report) -> str:
     problems = sum(r.outcome.is_problem for r in report.results)
     found = sum(f.severity == "problem" for f in report.findings)
     lines += ["", f"  {len(report.results)} probe runs, {problems} with problems, {found} problem findings"]
+    if report.interrupted:
+        cut = sum(r.outcome is Outcome.INTERRUPTED for r in report.results)
+        lines.append(f"  interrupted: {cut} runs did not end; the others are shown as they ended")
     return "\n".join(lines) + "\n"

@@ -168,10 +168,12 @@ def run_plan(
     def blocking_reason(run: PlannedRun) -> str | None:
         for prerequisite in prerequisites(run):
             outcome = final[prerequisite].outcome if prerequisite in final else None
-            # An interrupted prerequisite says nothing: what ran after it keeps its own result.
             if outcome is not None and outcome not in (Outcome.PASS, Outcome.INTERRUPTED):
                 return f"prerequisite {prerequisite} did not pass ({outcome.value})"
         return None
+
+    def interrupted_prerequisite(run: PlannedRun) -> str | None:
+        return next((p for p in prerequisites(run) if p in final and final[p].outcome is Outcome.INTERRUPTED), None)
 
     def may_start(run: PlannedRun) -> bool:
         return speculative or all(p in final for p in prerequisites(run))
@@ -194,6 +196,10 @@ def run_plan(
                 changed = True
             elif all(p in final for p in prerequisites(run)):
                 del held[run_id]
+                if (cut := interrupted_prerequisite(run)) is not None and result.outcome is not Outcome.INTERRUPTED:
+                    # As if it had waited: it would never have started. Its own ending is told, not counted.
+                    reason = f"prerequisite {cut} was interrupted (this run had ended: {result.outcome.value})"
+                    result = interrupted_result(run.invocation, reason, result.duration_s)
                 finish(run_id, result)
                 changed = True
         for run_id, scope in scopes.items():

@@ -24,6 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Footer, Header, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState
 
 from gpudoctor.atomic import atomic_write
 from gpudoctor.cancel import CancelScope
@@ -110,6 +111,7 @@ class DoctorApp(App[int]):
         self.last_written: Path | None = None
         self.running = False
         self.interrupted = False  # quit while work was running
+        self._scopes: dict[Worker[None], CancelScope] = {}
         self._frame = 0
 
     # --- layout -----------------------------------------------------------------------------------------
@@ -163,7 +165,17 @@ class DoctorApp(App[int]):
 
     def _launch(self, work: Callable[[CancelScope], Report]) -> None:
         self.running = True
-        self.run_worker(partial(self._work, work, self.session.child()), thread=True, group="run", exclusive=True)
+        scope = self.session.child()
+        worker = self.run_worker(partial(self._work, work, scope), thread=True, group="run", exclusive=True)
+        self._scopes[worker] = scope
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Cancelling the worker (Textual does on exit, or for an exclusive newcomer) cancels its probes: a
+        thread cannot be interrupted, but its probes can, and then the thread returns at once."""
+        if event.state in (WorkerState.CANCELLED, WorkerState.ERROR, WorkerState.SUCCESS):
+            scope = self._scopes.pop(event.worker, None)
+            if scope is not None and event.state is WorkerState.CANCELLED:
+                scope.cancel("the run was cancelled")
 
     def _work(self, work: Callable[[CancelScope], Report], scope: CancelScope) -> None:
         try:

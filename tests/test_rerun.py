@@ -1,0 +1,52 @@
+"""Reruns go through the doctor's pipeline (``doctor.rerun``), as the TUI's `r` does: prerequisites, what
+builds on the rerun, findings and patch verification behave as in a full run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import SYNTHETIC
+
+from gpudoctor.doctor import DoctorOptions, diagnose, rerun
+from gpudoctor.model import Outcome
+
+
+def test_a_rerun_runs_what_builds_on_it_and_keeps_the_rest() -> None:
+    options = DoctorOptions(probe_dir=SYNTHETIC, only=("after-segfault", "raises"), jobs=2)
+    first = diagnose(options)
+    outcomes = {r.id: r.outcome for r in first.results}
+    assert outcomes == {"segfaults": Outcome.CRASH, "after-segfault": Outcome.SKIPPED, "raises": Outcome.FAIL}
+    started: list[str] = []
+    again = rerun(options, first, ["segfaults"], on_start=lambda run: started.append(run.run_id))
+    assert sorted(started) == ["after-segfault", "segfaults"]  # what builds on it runs again (speculatively)
+    skipped = again.result("after-segfault")
+    assert skipped is not None and skipped.skip_reason is not None
+    assert skipped.skip_reason.startswith("prerequisite segfaults did not pass (crash)")
+    assert again.result("raises") == first.result("raises")  # kept as it was
+    assert again.result("segfaults").outcome is Outcome.CRASH  # type: ignore[union-attr]
+    assert again.result("segfaults").duration_s != first.result("segfaults").duration_s  # type: ignore[union-attr]
+    assert [f.id for f in again.findings] == [f.id for f in first.findings]
+
+
+def test_a_rerun_verifies_the_patch_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A torch without float8_e8m0fnu (as torch 2.6): after `r` the finding still carries its verified patch."""
+    (tmp_path / "sitecustomize.py").write_text("import torch\ndel torch.float8_e8m0fnu\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the probes inherit it
+    options = DoctorOptions(only=("max-import",), jobs=2)
+    first = diagnose(options)
+    again = rerun(options, first, ["max-import"])
+    for report in (first, again):
+        (finding,) = [f for f in report.findings if f.id == "torch-lacks-float8-e8m0fnu"]
+        assert finding.runs == ("max-import",)
+        assert finding.patch_verified is True
+        assert finding.patch_note is not None and finding.patch_note.startswith("fixed by patch float8-e8m0fnu-alias")
+
+
+def test_rerunning_an_unknown_run_is_a_usage_error() -> None:
+    from gpudoctor.errors import GpuDoctorError
+
+    options = DoctorOptions(probe_dir=SYNTHETIC, only=("raises",))
+    report = diagnose(options)
+    with pytest.raises(GpuDoctorError, match="cannot rerun nope: not in this plan"):
+        rerun(options, report, ["nope"])
