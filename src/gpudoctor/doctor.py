@@ -10,10 +10,9 @@ import datetime
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from gpudoctor import __version__
 from gpudoctor.cancel import CancelScope
@@ -21,7 +20,7 @@ from gpudoctor.catalog import default_probe_dir, load_catalog
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.inventory import collect_environment
 from gpudoctor.knowledge import load_known_issues, match_findings
-from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, ProbeSpec, Report
+from gpudoctor.model import Device, Environment, Finding, KernelSection, Outcome, ProbeResult, ProbeSpec, Report
 from gpudoctor.patches import PATCH_FILES_ENV, PATCH_MODULES, patch_file
 from gpudoctor.runner import run_probe
 from gpudoctor.suite import PlannedRun, ResultCallback, StartCallback, plan_runs, run_plan
@@ -66,7 +65,7 @@ def resolve_python(python: str | None) -> str:
 
 
 def make_report(
-    environment: Environment, results: Iterable[ProbeResult] = (), kernel: Mapping[str, Any] | None = None
+    environment: Environment, results: Iterable[ProbeResult] = (), kernel: KernelSection | None = None
 ) -> Report:
     """The report with the known issues its results (and, for `gpudoctor kernel`, its scan) show."""
     report = Report(
@@ -120,7 +119,7 @@ def conclude(
     planned: Sequence[PlannedRun],
     *,
     cancel: CancelScope | None = None,
-    kernel: Mapping[str, Any] | None = None,
+    kernel: KernelSection | None = None,
 ) -> Report:
     """The report of a run: findings matched once, and their patches verified unless the session was stopped."""
     report = make_report(environment, results, kernel=kernel)

@@ -19,7 +19,7 @@ from gpudoctor.errors import GpuDoctorError
 from gpudoctor.inventory import collect_environment
 from gpudoctor.kernelspec import CallRequest, KernelCall, resolve_calls
 from gpudoctor.knowledge import CONTROL_PROBE, KERNEL_PROBE
-from gpudoctor.model import Device, Environment, ProbeResult, ProbeSpec, Report
+from gpudoctor.model import Device, Environment, KernelSection, ProbeResult, ProbeSpec, Report
 from gpudoctor.mojoscan import PackageScan, scan_package
 from gpudoctor.redact import redact_text
 from gpudoctor.runner import ProbeInvocation
@@ -159,7 +159,7 @@ def cpu_done_marker(scratch: Path) -> Path:
     return scratch / "cpu-run-ended"
 
 
-def kernel_section(package: Path, scan: PackageScan, calls: Sequence[KernelCall]) -> dict[str, object]:
+def kernel_section(package: Path, scan: PackageScan, calls: Sequence[KernelCall]) -> KernelSection:
     return {"package": redact_text(str(package)), "scan": scan.to_dict(), "calls": [c.to_dict() for c in calls]}
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import tomllib
 
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.model import KernelCallSpec, KernelTensorSpec
 from gpudoctor.mojoscan import OpInfo, PackageScan
 from gpudoctor.tomlcheck import checked_table
 
@@ -47,7 +48,7 @@ class TensorSpec:
     shape: tuple[int, ...]
     dtype: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> KernelTensorSpec:
         return {"shape": list(self.shape), "dtype": self.dtype}
 
     def describe(self) -> str:
@@ -66,7 +67,7 @@ class KernelCall:
     rtol: float | None = None
     atol: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> KernelCallSpec:
         return {
             "op": self.op,
             "outputs": [t.to_dict() for t in self.outputs],

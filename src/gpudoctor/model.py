@@ -10,7 +10,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, cast
 
 SCHEMA_VERSION = 1
 
@@ -354,6 +354,62 @@ class Finding:
         )
 
 
+# The `gpudoctor kernel` section of a report, as JSON-shaped types that mypy checks wherever it is read.
+
+
+class KernelTensorArg(TypedDict):
+    name: str
+    role: str  # "output" or "input"
+    dtype: str | None
+    rank: int | None
+    variadic: bool
+
+
+class KernelSourceLine(TypedDict):
+    file: str
+    line: int
+    text: str
+
+
+class KernelOp(TypedDict):
+    name: str
+    struct: str | None
+    file: str
+    line: int
+    tensors: list[KernelTensorArg]
+    parameters: list[str]
+    host_indexing: list[KernelSourceLine]
+
+
+class KernelScan(TypedDict):
+    is_package: bool
+    files: list[str]
+    ops: list[KernelOp]
+    legacy_imports: list[KernelSourceLine]
+    notes: list[str]
+
+
+class KernelTensorSpec(TypedDict):
+    shape: list[int]
+    dtype: str
+
+
+class KernelCallSpec(TypedDict):
+    op: str
+    outputs: list[KernelTensorSpec]
+    inputs: list[KernelTensorSpec]
+    parameters: dict[str, Any]
+    values: str
+    rtol: float | None
+    atol: float | None
+
+
+class KernelSection(TypedDict):
+    package: str
+    scan: KernelScan
+    calls: list[KernelCallSpec]
+
+
 @dataclass(frozen=True)
 class Report:
     """One run of the doctor: where, what ran, what it found."""
@@ -363,7 +419,7 @@ class Report:
     environment: Environment
     results: tuple[ProbeResult, ...] = ()
     findings: tuple[Finding, ...] = ()
-    kernel: Mapping[str, Any] | None = None  # `gpudoctor kernel`: the package, its scan and the calls made
+    kernel: KernelSection | None = None  # `gpudoctor kernel`: the package, its scan and the calls made
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -413,5 +469,6 @@ class Report:
             environment=Environment.from_dict(data["environment"]),
             results=tuple(ProbeResult.from_dict(r) for r in data.get("results", ())),
             findings=tuple(Finding.from_dict(f) for f in data.get("findings", ())),
-            kernel=dict(data["kernel"]) if isinstance(data.get("kernel"), dict) else None,
+            # Shaped by report.schema.json, which the faces that read foreign reports validate against.
+            kernel=cast(KernelSection, dict(data["kernel"])) if isinstance(data.get("kernel"), dict) else None,
         )

@@ -11,7 +11,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from gpudoctor.model import KernelOp, KernelScan, KernelSourceLine, KernelTensorArg
 
 MAX_FILES = 200
 MAX_FILE_BYTES = 2 * 1024 * 1024
@@ -38,7 +39,7 @@ class TensorArg:
     rank: int | None = None
     variadic: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> KernelTensorArg:
         return {"name": self.name, "role": self.role, "dtype": self.dtype, "rank": self.rank, "variadic": self.variadic}
 
 
@@ -53,7 +54,7 @@ class SourceLine:
     def __str__(self) -> str:
         return f"{self.file}:{self.line}: {self.text}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> KernelSourceLine:
         return {"file": self.file, "line": self.line, "text": self.text}
 
 
@@ -88,7 +89,7 @@ class OpInfo:
             parts.append("parameters [" + ", ".join(self.parameters) + "]")
         return "; ".join(parts) or "signature not understood"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> KernelOp:
         return {
             "name": self.name,
             "struct": self.struct,
@@ -117,7 +118,7 @@ class PackageScan:
     def host_indexing(self) -> tuple[SourceLine, ...]:
         return tuple(line for op in self.ops for line in op.host_indexing)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> KernelScan:
         return {
             "is_package": self.is_package,
             "files": list(self.files),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from gpudoctor.model import Environment, Outcome, ProbeResult, Report
+from gpudoctor.model import Environment, KernelTensorArg, Outcome, ProbeResult, Report
 
 CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls, not \t \n
 _MARKS = {
@@ -68,7 +68,7 @@ def environment_rows(environment: Environment) -> list[tuple[str, str]]:
     return rows
 
 
-def _tensor_text(tensor: dict[str, object]) -> str:
+def _tensor_text(tensor: KernelTensorArg) -> str:
     dtype = tensor.get("dtype") or "any dtype"
     rank = f"rank {tensor['rank']}" if tensor.get("rank") is not None else "any rank"
     variadic = " (variadic)" if tensor.get("variadic") else ""
