@@ -47,6 +47,15 @@ def import_bridge(ctx):
     raise CheckFailed("no MAX torch bridge found: " + "; ".join(tried))
 
 
+def require_api(ctx, bridge, name):
+    """``bridge.name``, or a skip saying this MAX's bridge has no such API (an absent optional API is not a
+    broken stack: MAX 25.3 and 25.4 have CustomOpLibrary but no graph_op)."""
+    api = getattr(bridge, name, None)
+    if api is None:
+        raise Skip("MAX %s's %s has no %s" % (max_version(), bridge.__name__, name))
+    return api
+
+
 def max_version():
     try:
         from importlib import metadata
@@ -60,12 +69,27 @@ def _version_tuple(text):
     return tuple(int(part) for part in re.findall(r"\d+", text or "")[:2])
 
 
+# Control-kernel generations (folders under kernels/) and the first MAX release each is written for,
+# newest first. Each compiles on its releases only: the API moved in 26.2 (tensor types gained a
+# static_spec parameter), 26.4 (extensibility, def, Coord), 26.5 (DeviceContext in max.gpu.host) and
+# 26.7 (Mojo 1.x: closures with capture lists, foreach taking the function as an argument).
+GENERATIONS = (
+    ((26, 7), "mojo1"),
+    ((26, 5), "max26.5"),
+    ((26, 4), "max26.4"),
+    ((26, 2), "max26.2"),
+    ((0, 0), "legacy"),
+)
+
+
 def kernel_generations():
-    """Control-kernel folders to try, the one matching the installed MAX first."""
+    """Control-kernel folders to try, the one written for the installed MAX first, then the others."""
     version = _version_tuple(max_version())
-    # Mojo 1.x (def, extensibility, max.gpu.host) arrived with MAX 26.7.
-    modern_first = not version or version >= (26, 7)
-    return ("mojo1", "legacy") if modern_first else ("legacy", "mojo1")
+    names = [name for _, name in GENERATIONS]
+    if not version:
+        return tuple(names)
+    matching = next(name for first, name in GENERATIONS if version >= first)
+    return tuple([matching] + [name for name in names if name != matching])
 
 
 def kernels_root(ctx):
@@ -123,9 +147,9 @@ def cache_dir():
 
 def _package_format():
     """(mojo subcommand, file suffix) MAX itself uses to build a source package: `precompile` and .mojoc
-    from MAX 26.7 on, `package` and .mojopkg before."""
+    from MAX 26.6 on (its `mojo package` insists on a .mojoc output), `package` and .mojopkg before."""
     version = _version_tuple(max_version())
-    if version and version < (26, 7):
+    if version and version < (26, 6):
         return "package", ".mojopkg"
     return "precompile", ".mojoc"
 
@@ -217,6 +241,8 @@ def _first_generation_that_compiles(ctx, package, how, build):
     root = kernels_root(ctx)
     errors = []
     for generation in kernel_generations():
+        if not os.path.isdir(os.path.join(root, generation, package)):
+            continue  # a kernels folder with fewer generations (a test's, or a user's --kernels)
         ctx.step("compile %s/%s %s" % (generation, package, how))
         try:
             result = build(os.path.join(root, generation, package))

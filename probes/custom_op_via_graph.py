@@ -6,7 +6,7 @@ Run by hand: python probes/custom_op_via_graph.py --device cuda
 from pathlib import Path
 
 from _harness import run_probe
-from _maxsupport import add_kernel_arguments, control_kernel, expect_equal, import_bridge, torch_device
+from _maxsupport import add_kernel_arguments, control_kernel, expect_equal, import_bridge, require_api, torch_device
 
 
 def main(ctx):
@@ -14,13 +14,14 @@ def main(ctx):
 
     device = torch_device(ctx)
     bridge = import_bridge(ctx)
+    graph_op = require_api(ctx, bridge, "graph_op")
     # A MAX no kernel generation supports is a clean skip here, before the graph is defined.
     kernel_path = control_kernel(ctx, bridge)
     from max.graph import ops
 
     ctx.step("define graph_op with kernel_library")
 
-    @bridge.graph_op(kernel_library=Path(kernel_path))
+    @graph_op(kernel_library=Path(kernel_path))
     def gpudoctor_custom_add_one(x):
         return ops.custom("add_one", device=x.device, values=[x], out_types=[x.type])[0]
 

@@ -4,7 +4,7 @@ Run by hand: python probes/graph_op.py --device cuda
 """
 
 from _harness import run_probe
-from _maxsupport import expect_equal, import_bridge, torch_device
+from _maxsupport import expect_equal, import_bridge, require_api, torch_device
 
 
 def main(ctx):
@@ -12,9 +12,10 @@ def main(ctx):
 
     device = torch_device(ctx)
     bridge = import_bridge(ctx)
+    graph_op = require_api(ctx, bridge, "graph_op")
     ctx.step("define graph_op")
 
-    @bridge.graph_op
+    @graph_op
     def gpudoctor_add_two(x):
         return x + 2
 

@@ -143,6 +143,12 @@ def run_probe(invocation: ProbeInvocation, cancel: CancelScope | None = None) ->
         env = dict(os.environ)
         env.update(invocation.extra_env)
         env[RESULT_FILE_ENV] = str(result_file)
+        # A temporary folder of its own: MAX builds a source package to a path in the temp folder named by
+        # the source path alone, so two probes compiling the same package at once would overwrite the file
+        # the other has mapped (SIGBUS); a crash must come from the stack, never from a neighbouring probe.
+        private_tmp = Path(scratch) / "tmp"
+        private_tmp.mkdir()
+        env["TMPDIR"] = str(private_tmp)
         env["PYTHONFAULTHANDLER"] = "1"
         env["PYTHONUNBUFFERED"] = "1"
         started = time.monotonic()

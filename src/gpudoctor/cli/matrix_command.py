@@ -73,14 +73,19 @@ def run(argv: Sequence[str]) -> int:
         print(f"{len(rows)} rows valid, {len(errors)} with errors in {directory}")
         return EXIT_PROBLEM if errors else EXIT_OK
     if options.command == "readme":
-        text = matrix.readme_text(store.load(known))
-        target = directory / "README.md"
+        rows = store.load(known)
+        files = {directory / "README.md": matrix.readme_text(rows)}
+        files.update({directory / name: svg for name, svg in matrix.grid_pictures(rows).items()})
         if options.check:
-            stale = not target.is_file() or target.read_text(encoding="utf-8") != text
-            print(f"{target} is {'stale: run gpudoctor matrix readme' if stale else 'up to date'}")
+            stale = [p for p, text in files.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+            for path in stale:
+                print(f"{path} is stale: run gpudoctor matrix readme")
+            if not stale:
+                print(f"{directory / 'README.md'} and its {len(files) - 1} pictures are up to date")
             return EXIT_PROBLEM if stale else EXIT_OK
-        atomic_write(target, text, mode=0o644)
-        print(f"wrote {target}")
+        for path, text in files.items():
+            atomic_write(path, text, mode=0o644)
+            print(f"wrote {path}")
         return EXIT_OK
     if options.command == "add":
         return _add(options, store, known)

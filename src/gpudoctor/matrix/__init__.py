@@ -24,7 +24,7 @@ from gpudoctor.matrix.query import (
     parse_package_filter,
     transitions,
 )
-from gpudoctor.matrix.render import near_lines, near_text, outcome_summary, readme_text, show_text
+from gpudoctor.matrix.render import grid_pictures, near_lines, near_text, outcome_summary, readme_text, show_text
 from gpudoctor.matrix.schema import (
     ENV_FIELDS,
     MAX_ROW_BYTES,
@@ -75,6 +75,7 @@ __all__ = [
     "environment_key",
     "filter_rows",
     "fingerprint",
+    "grid_pictures",
     "load_matrix",
     "load_row",
     "merge",

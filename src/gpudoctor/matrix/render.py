@@ -4,12 +4,14 @@
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Sequence
 from pathlib import Path
 
 from gpudoctor.matrix.query import Nearness, outcome_counts, problems, transitions
 from gpudoctor.matrix.schema import Row
+from gpudoctor.picture import Tile, TileKind, heatmap_svg
 from gpudoctor.render import safe_text
 
 README_TEMPLATE = Path(__file__).with_name("README.template.md")
@@ -35,6 +37,41 @@ def outcome_summary(row: Row) -> tuple[str, str]:
     return summary, "; ".join(f"{p}: {label}" for p, label in problems(row)) or "none"
 
 
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", text)[:4])
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower().replace("nvidia ", "")).strip("-") or "x"
+
+
+def grid_pictures(rows: Sequence[Row]) -> dict[str, str]:
+    """One SVG per GPU (and one for the CPU): torch across, MAX down, each tile the row's outcome. File name ->
+    SVG text; `matrix readme` writes them beside README.md. Rows without torch or MAX are left out."""
+    by_gpu: dict[str, list[Row]] = {}
+    for row in rows:
+        if "torch" in row.environment and "max" in row.environment:
+            by_gpu.setdefault(row.value("gpu"), []).append(row)
+    pictures = {}
+    for gpu, group in sorted(by_gpu.items()):
+        torches = sorted({row.value("torch") for row in group}, key=_version_key)
+        maxes = sorted({row.value("max") for row in group}, key=_version_key)
+        tiles: dict[tuple[str, str], Tile] = {}
+        for row in sorted(group, key=lambda r: r.updated):
+            trouble = problems(row)
+            summary, _ = outcome_summary(row)
+            if trouble:
+                label = f"{len(trouble)} failing: " + ", ".join(sorted({p.split("/")[0] for p, _ in trouble}))
+                tile = Tile(TileKind.PROBLEM, label, "; ".join(f"{p}: {lab}" for p, lab in trouble))
+            else:
+                tile = Tile(TileKind.PASS, f"pass ({len(row.results)} runs)", summary)
+            tiles[(row.value("torch"), row.value("max"))] = tile  # the latest row of a cell wins
+        pythons = ", ".join(sorted({row.value("python") for row in group}))
+        title = f"{gpu}: the matrix rows (Python {pythons})"
+        pictures[f"grid-{_slug(gpu)}.svg"] = heatmap_svg(title, torches, maxes, tiles)
+    return pictures
+
+
 def readme_text(rows: Sequence[Row]) -> str:
     ordered = sorted(rows, key=lambda r: r.file_name)
     table = ["| " + " | ".join(README_COLUMNS) + " | outcomes | problems | updated | file |"]
@@ -53,8 +90,14 @@ def readme_text(rows: Sequence[Row]) -> str:
     if notes:
         sections += ["", "## Notes", ""]
         sections += [f"- `{name}`: {_md(note)}" for name, note in notes]
+    pictures = [f"![{name}]({name})" for name in grid_pictures(rows)]
     template = string.Template(README_TEMPLATE.read_text(encoding="utf-8"))
-    text = template.substitute(count=len(rows), table="\n".join(table), sections="\n".join(sections))
+    text = template.substitute(
+        count=len(rows),
+        pictures="\n\n".join(pictures) or "(no rows with both torch and MAX yet)",
+        table="\n".join(table),
+        sections="\n".join(sections),
+    )
     return text.rstrip() + "\n"
 
 

@@ -1,0 +1,131 @@
+"""`gpudoctor sweep`: examine a grid of torch x MAX environments that it builds itself (with uv)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from gpudoctor.cli.common import positive_float, positive_int, stop_on_signals
+from gpudoctor.errors import GpuDoctorError
+from gpudoctor.render import safe_text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpudoctor sweep",
+        description="Build one environment per torch x MAX cell with uv (packages hardlinked from uv's cache), "
+        "examine each with the doctor, and merge each cell's row into the matrix. Finished cells are kept: "
+        "a rerun reuses them unless --refresh. Exit status: 0 every cell healthy, 1 a cell has a problem or "
+        "could not be built, 2 usage error, 130/143 interrupted (finished cells are kept and shown).",
+        epilog="Versions: 2.13.0 (exact), 2.6 (the newest 2.6.x), 25.3..26.7 (every release in between), "
+        "comma-separated. Needs uv: pip install \"gpudoctor[sweep]\".",
+    )
+    grid = parser.add_argument_group("the grid")
+    grid.add_argument("--torch", metavar="VERSIONS", help="torch versions, e.g. 2.6,2.9,2.13.0")
+    grid.add_argument("--max", metavar="VERSIONS", help="MAX versions, e.g. 25.3..26.7 or 26.7.0,25.6.0")
+    grid.add_argument("--grid", type=Path, metavar="FILE", help="a TOML file with torch = [...], max = [...]")
+    grid.add_argument("--python", metavar="X.Y", help="the Python of every cell (default: this one's)")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the grid as one JSON document")
+    parser.add_argument("--svg", type=Path, metavar="FILE", help="also write the grid as an SVG picture")
+    parser.add_argument("--matrix", type=Path, metavar="DIR", help="the matrix to merge rows into (default ./matrix)")
+    parser.add_argument("--no-matrix", action="store_true", help="record nothing in the matrix")
+    parser.add_argument("--envs", type=Path, metavar="DIR", help="where cell environments and results live")
+    parser.add_argument("--parallel", type=positive_int, default=1, metavar="N", help="cells at once (default 1)")
+    parser.add_argument("--jobs", "-j", type=positive_int, default=None, help="probes at once inside each cell")
+    parser.add_argument("--only", metavar="ID", action="append", help="run only this probe (and what it needs)")
+    parser.add_argument("--timeout", type=positive_float, metavar="S", help="override every probe's timeout")
+    parser.add_argument("--refresh", action="store_true", help="examine every cell again, even if kept")
+    parser.add_argument(
+        "--inherit",
+        metavar="PYTHON",
+        help="let cells use this interpreter's packages (a .pth after their own); a requirement it meets "
+        "exactly is not installed again (like --system-site-packages, for any environment)",
+    )
+    return parser
+
+
+def run(argv: Sequence[str]) -> int:
+    from gpudoctor.doctor import default_jobs
+    from gpudoctor.sweep import grid as gridmod
+    from gpudoctor.sweep.envs import default_envs_dir, default_python
+    from gpudoctor.sweep.run import SweepEvent, SweepOptions, cell_table, sweep
+
+    options = build_parser().parse_args(argv)
+    spec: dict[str, object] = gridmod.load_grid_file(options.grid) if options.grid else {}
+    torch_spec = options.torch or spec.get("torch")
+    max_spec = options.max or spec.get("max")
+    if not torch_spec or not max_spec:
+        raise GpuDoctorError("a sweep needs --torch and --max (or a --grid file naming both)")
+    python = options.python or spec.get("python") or default_python()
+    assert isinstance(torch_spec, str | list) and isinstance(max_spec, str | list) and isinstance(python, str)
+    torch_versions = gridmod.expand_versions(torch_spec, "torch", gridmod.released_versions)
+    max_versions = gridmod.expand_versions(max_spec, "max", gridmod.released_versions)
+    matrix_dir = None
+    if not options.no_matrix:
+        from gpudoctor.matrix import default_matrix_dir
+
+        matrix_dir = default_matrix_dir(options.matrix, writing=True)
+    if options.inherit is not None and not Path(options.inherit).is_file():
+        raise GpuDoctorError(f"--inherit {options.inherit!r}: no such interpreter")
+    cells = tuple(gridmod.cells(torch_versions, max_versions, python))
+    jobs = options.jobs or max(1, default_jobs() // options.parallel)
+    sweep_options = SweepOptions(
+        cells=cells,
+        envs_dir=(options.envs or default_envs_dir()).absolute(),
+        matrix_dir=matrix_dir,
+        only=tuple(options.only) if options.only else None,
+        parallel=options.parallel,
+        probe_jobs=jobs,
+        timeout_s=options.timeout,
+        refresh=options.refresh,
+        inherit=options.inherit,
+    )
+    started = time.monotonic()
+    done = 0
+
+    def progress(event: SweepEvent) -> None:
+        nonlocal done
+        cell = f"torch {event.cell.torch} x max {event.cell.max}"
+        elapsed = f"{time.monotonic() - started:6.0f} s"
+        if event.step == "done" and event.result is not None:
+            done += 1
+            from gpudoctor.sweep.run import cell_label
+
+            kept = " (kept from an earlier sweep)" if event.result.reused else ""
+            line = f"[{done}/{len(cells)}] {elapsed}  {cell}: {cell_label(event.result)}{kept}"
+        else:
+            step = {"build": "building the environment", "examine": "examining"}.get(event.step, event.step)
+            line = f"[{done}/{len(cells)}] {elapsed}  {cell}: {step} ..."
+        sys.stderr.write(safe_text(line) + "\n")
+        sys.stderr.flush()
+
+    with stop_on_signals() as stop:
+        grid = sweep(sweep_options, on_event=progress, cancel=stop.scope)
+    if options.svg is not None:
+        from gpudoctor.atomic import atomic_write
+        from gpudoctor.sweep.picture import grid_svg
+
+        atomic_write(options.svg, grid_svg(grid), mode=0o644)
+    if options.json:
+        sys.stdout.write(json.dumps(grid.to_dict(), indent=2) + "\n")
+    else:
+        table = cell_table(grid)
+        widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+        for line in table:
+            sys.stdout.write(safe_text("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(line)).rstrip()) + "\n")
+        for result in grid.results:
+            if result.reason and result.status.value in ("unresolvable", "build-failed"):
+                first = result.reason.splitlines()[0] if result.reason else ""
+                sys.stdout.write(safe_text(f"  {result.cell.key}: {result.status.value}: {first}") + "\n")
+        if matrix_dir is not None:
+            sys.stdout.write(f"rows merged into {matrix_dir}; cells and reports in {sweep_options.envs_dir}\n")
+    sys.stdout.flush()
+    if stop.exit_code is not None:
+        sys.stderr.write(f"gpudoctor: {stop.scope.reason}; finished cells are kept\n")
+        return stop.exit_code
+    return grid.exit_code

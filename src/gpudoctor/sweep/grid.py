@@ -1,0 +1,194 @@
+"""What a sweep examines: the grid of cells (torch x MAX x Python), from lists, ranges over released versions,
+or a TOML grid file, and what each cell came to.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from gpudoctor.errors import GpuDoctorError
+from gpudoctor.tomlcheck import checked_table, read_toml
+
+GRID_FIELDS = {"torch", "max", "python"}
+MAX_GRID_FILE_BYTES = 64 * 1024
+MAX_CELLS = 1000
+
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    """One environment of the grid: exact torch and MAX versions, and the Python it runs on."""
+
+    torch: str
+    max: str
+    python: str
+
+    @property
+    def key(self) -> str:
+        """A file-name-safe name for the cell: py3.11_torch-2.13.0_max-26.7.0."""
+        return f"py{self.python}_torch-{self.torch}_max-{self.max}"
+
+    def requirements(self) -> dict[str, str]:
+        return {"torch": self.torch, "max": self.max}
+
+    def to_dict(self) -> dict[str, str]:
+        return {"torch": self.torch, "max": self.max, "python": self.python}
+
+
+class CellStatus(str, enum.Enum):
+    """What a cell came to."""
+
+    HEALTHY = "healthy"  # every probe that ran passed and no problem was found
+    PROBLEM = "problem"  # a probe failed, crashed or timed out, or a problem finding matched
+    UNRESOLVABLE = "unresolvable"  # its packages cannot be installed together (the resolver says why)
+    BUILD_FAILED = "build-failed"  # the environment could not be built for another reason
+    INTERRUPTED = "interrupted"  # the sweep was stopped before the cell ended
+
+
+@dataclass(frozen=True)
+class CellResult:
+    cell: Cell
+    status: CellStatus
+    reason: str = ""  # the resolver's or builder's words, or what the doctor found
+    findings: tuple[str, ...] = ()  # ids of the problem findings
+    problems: tuple[str, ...] = ()  # run ids that failed, crashed or timed out
+    installed: Mapping[str, str | None] = field(default_factory=dict)  # what the environment really has
+    report: str | None = None  # the cell's report file, relative to the sweep folder
+    duration_s: float = 0.0
+    reused: bool = False  # taken from an earlier sweep (no --refresh)
+    request: Mapping[str, Any] = field(default_factory=dict)  # how it was examined: kept only for the same
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cell": self.cell.to_dict(),
+            "status": self.status.value,
+            "reason": self.reason,
+            "findings": list(self.findings),
+            "problems": list(self.problems),
+            "installed": dict(self.installed),
+            "report": self.report,
+            "duration_s": round(self.duration_s, 1),
+            "reused": self.reused,
+            "request": dict(self.request),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CellResult:
+        cell = data["cell"]
+        return cls(
+            cell=Cell(str(cell["torch"]), str(cell["max"]), str(cell["python"])),
+            status=CellStatus(data["status"]),
+            reason=str(data.get("reason", "")),
+            findings=tuple(str(f) for f in data.get("findings", ())),
+            problems=tuple(str(p) for p in data.get("problems", ())),
+            installed={str(k): None if v is None else str(v) for k, v in dict(data.get("installed", {})).items()},
+            report=None if data.get("report") is None else str(data["report"]),
+            duration_s=float(data.get("duration_s", 0.0)),
+            reused=bool(data.get("reused", False)),
+            request=dict(data.get("request", {})),
+        )
+
+
+# --- the grid from the command line or a file --------------------------------------------------------
+
+ReleaseLister = Callable[[str], Sequence[Version]]
+
+
+def released_versions(name: str, python: str = sys.executable) -> list[Version]:
+    """Every release of ``name`` the package index offers, oldest first (asked with pip, so the user's own
+    index configuration applies)."""
+    try:
+        completed = subprocess.run(
+            [python, "-m", "pip", "index", "versions", name],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise GpuDoctorError(f"cannot list the releases of {name}: {error}") from error
+    match = re.search(r"Available versions:\s*(.+)", completed.stdout)
+    if completed.returncode != 0 or match is None:
+        why = (completed.stderr.strip().splitlines() or ["no answer"])[-1]
+        raise GpuDoctorError(
+            f"cannot list the releases of {name} from the package index: {why}",
+            hint="give exact versions (2.13.0), not lines or ranges",
+        )
+    versions = []
+    for text in match.group(1).split(","):
+        try:
+            versions.append(Version(text.strip()))
+        except InvalidVersion:
+            continue
+    return sorted(v for v in versions if not v.is_prerelease)
+
+
+def _version(text: str, what: str) -> Version:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        raise GpuDoctorError(f"--{what}: not a version: {text!r}") from None
+
+
+def expand_versions(spec: str | Sequence[str], name: str, releases: ReleaseLister) -> list[str]:
+    """Versions from ``2.6,2.9,2.13.0`` (a line like 2.6 means its newest release) or ``25.3..26.7``
+    (every release in between, both ends included), or a list of such items."""
+    items = [spec] if isinstance(spec, str) else list(spec)
+    parts = [p.strip() for item in items for p in str(item).split(",") if p.strip()]
+    if not parts:
+        raise GpuDoctorError(f"--{name}: no versions given")
+    chosen: list[str] = []
+    for part in parts:
+        if ".." in part:
+            low_text, _, high_text = part.partition("..")
+            low, high = _version(low_text, name), _version(high_text, name)
+            if low > high:
+                raise GpuDoctorError(f"--{name} {part}: the range runs backwards")
+            upper = _line_end(high) if len(high.release) < 3 else high
+            found = [v for v in releases(name) if low <= v <= upper]
+            if not found:
+                raise GpuDoctorError(f"--{name} {part}: no release of {name} in that range")
+            chosen += [str(v) for v in found]
+        elif len(_version(part, name).release) >= 3:
+            chosen.append(part)
+        else:
+            line = _version(part, name)
+            found = [v for v in releases(name) if v.release[: len(line.release)] == line.release]
+            if not found:
+                raise GpuDoctorError(f"--{name} {part}: no release of {name} on that line")
+            chosen.append(str(found[-1]))
+    return list(dict.fromkeys(chosen))
+
+
+def _line_end(version: Version) -> Version:
+    """The largest version on a line: 26.7 -> 26.7.999999."""
+    return Version(".".join(str(n) for n in (*version.release, 999999)))
+
+
+def load_grid_file(path: Path) -> dict[str, Any]:
+    """A TOML grid file: ``torch = [...]``, ``max = [...]`` (items as on the command line), optional ``python``."""
+    data = read_toml(path, MAX_GRID_FILE_BYTES)
+    grid = checked_table(f"{path}", data.get("grid", data), GRID_FIELDS)
+    for key in ("torch", "max"):
+        value = grid.get(key)
+        if not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
+            raise GpuDoctorError(f"{path}: field {key!r} must be a string or a list of strings")
+    if "python" in grid and not isinstance(grid["python"], str):
+        raise GpuDoctorError(f"{path}: field 'python' must be a string like 3.11")
+    return grid
+
+
+def cells(torch: Iterable[str], max_versions: Iterable[str], python: str) -> list[Cell]:
+    grid = [Cell(t, m, python) for t, m in itertools.product(list(torch), list(max_versions))]
+    if len(grid) > MAX_CELLS:
+        raise GpuDoctorError(f"the grid has {len(grid)} cells; at most {MAX_CELLS}")
+    return grid

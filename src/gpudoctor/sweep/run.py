@@ -1,0 +1,244 @@
+"""`gpudoctor sweep`: build each cell's environment, examine it with the doctor through ``--python``, keep its
+report, and merge its row into the matrix through the locked store; cells run concurrently, stop together.
+
+Finished cells are kept on disk (``<envs>/results/``): a rerun reuses them unless asked to refresh, and a
+stopped sweep loses nothing that had ended.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpudoctor import __version__
+from gpudoctor.atomic import atomic_write
+from gpudoctor.cancel import CancelScope
+from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
+from gpudoctor.doctor import DoctorOptions, diagnose
+from gpudoctor.errors import GpuDoctorError
+from gpudoctor.model import Report
+from gpudoctor.sweep.envs import Built, EnvironmentBuilder, Interrupted
+from gpudoctor.sweep.grid import Cell, CellResult, CellStatus
+
+RESULTS_DIR = "results"
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    cells: tuple[Cell, ...]
+    envs_dir: Path
+    matrix_dir: Path | None = None  # None: record nothing in the matrix
+    only: tuple[str, ...] | None = None
+    parallel: int = 1  # cells examined at once
+    probe_jobs: int = 2  # probe processes at once inside each cell
+    timeout_s: float | None = None
+    refresh: bool = False
+    inherit: str | None = None  # an interpreter whose packages the cells may reuse (see EnvironmentBuilder)
+    probe_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class SweepEvent:
+    """Progress: a cell started a step ("build", "examine") or ended ("done", with its result)."""
+
+    cell: Cell
+    step: str
+    result: CellResult | None = None
+
+
+@dataclass(frozen=True)
+class Grid:
+    """What a sweep found: one result per cell, in grid order."""
+
+    results: tuple[CellResult, ...]
+    interrupted: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if any(r.status is not CellStatus.HEALTHY for r in self.results) else 0
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "doctor_version": __version__,
+            "interrupted": self.interrupted,
+            "cells": [r.to_dict() for r in self.results],
+        }
+
+
+EventCallback = Callable[[SweepEvent], None]
+
+
+class Sweep:
+    def __init__(self, options: SweepOptions, builder: EnvironmentBuilder | None = None) -> None:
+        self.options = options
+        self.builder = builder or EnvironmentBuilder(options.envs_dir, inherit=options.inherit)
+        self.results_dir = options.envs_dir / RESULTS_DIR
+        self.known = run_ids(load_catalog((options.probe_dir or default_probe_dir()).absolute()))
+
+    def _result_file(self, cell: Cell) -> Path:
+        return self.results_dir / f"{cell.key}.json"
+
+    def _report_file(self, cell: Cell) -> Path:
+        return self.results_dir / f"{cell.key}.report.json"
+
+    def earlier(self, cell: Cell) -> CellResult | None:
+        """The result an earlier sweep kept for this cell, unless it was interrupted or is unreadable."""
+        path = self._result_file(cell)
+        try:
+            result = CellResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if result.cell != cell or result.status is CellStatus.INTERRUPTED or result.request != self.request:
+            return None
+        return result
+
+    @property
+    def request(self) -> dict[str, object]:
+        """What decides a cell's result besides the cell: kept results are reused only for the same."""
+        return {
+            "doctor": __version__,
+            "only": sorted(self.options.only) if self.options.only else None,
+            "timeout_s": self.options.timeout_s,
+            "inherit": self.options.inherit,
+        }
+
+    def examine(self, cell: Cell, cancel: CancelScope, on_event: EventCallback | None) -> CellResult:
+        def event(step: str, result: CellResult | None = None) -> None:
+            if on_event is not None:
+                on_event(SweepEvent(cell, step, result))
+
+        if not self.options.refresh and (kept := self.earlier(cell)) is not None:
+            self._record(cell, kept)  # idempotent: the matrix counts each report once
+            return _replace_reused(kept)
+        started = time.monotonic()
+        event("build")
+        try:
+            built = self.builder.build(cell, cancel)
+        except Interrupted:
+            return CellResult(cell, CellStatus.INTERRUPTED, "stopped while building", duration_s=_since(started))
+        if not isinstance(built, Built):
+            status = CellStatus.UNRESOLVABLE if built.unresolvable else CellStatus.BUILD_FAILED
+            result = CellResult(cell, status, built.reason, duration_s=_since(started), request=self.request)
+            return self._keep(cell, result)
+        event("examine")
+        report = diagnose(
+            DoctorOptions(
+                python=str(built.python),
+                probe_dir=self.options.probe_dir,
+                only=self.options.only,
+                jobs=self.options.probe_jobs,
+                timeout_s=self.options.timeout_s,
+            ),
+            cancel=cancel,
+        )
+        if report.interrupted:
+            return CellResult(cell, CellStatus.INTERRUPTED, "stopped while examining", duration_s=_since(started))
+        report_file = self._report_file(cell)
+        atomic_write(report_file, json.dumps(report.to_dict(), indent=2) + "\n")
+        result = CellResult(
+            cell,
+            CellStatus.PROBLEM if report.exit_code else CellStatus.HEALTHY,
+            _summary(report),
+            findings=tuple(f.id for f in report.findings if f.severity == "problem"),
+            problems=tuple(r.id for r in report.results if r.outcome.is_problem),
+            installed=dict(built.installed),
+            report=str(report_file.relative_to(self.options.envs_dir)),
+            duration_s=_since(started),
+            request=self.request,
+        )
+        self._record(cell, result, report)
+        return self._keep(cell, result)
+
+    def _keep(self, cell: Cell, result: CellResult) -> CellResult:
+        atomic_write(self._result_file(cell), json.dumps(result.to_dict(), indent=2) + "\n")
+        return result
+
+    def _record(self, cell: Cell, result: CellResult, report: Report | None = None) -> None:
+        """Merge the cell's row into the matrix (when there is one, and the cell was examined)."""
+        if self.options.matrix_dir is None or result.report is None:
+            return
+        from gpudoctor.matrix import MatrixStore, row_from_report
+
+        if report is None:
+            try:
+                data = json.loads((self.options.envs_dir / result.report).read_text(encoding="utf-8"))
+                report = Report.from_dict(data)
+            except (OSError, ValueError, KeyError, TypeError):
+                return
+        try:
+            row = row_from_report(report, self.known)
+        except GpuDoctorError:
+            return  # nothing ran to an end: no row to record
+        MatrixStore(self.options.matrix_dir).add(row)
+
+    def run(self, *, on_event: EventCallback | None = None, cancel: CancelScope | None = None) -> Grid:
+        session = cancel if cancel is not None else CancelScope()
+        cells = list(self.options.cells)
+        results: dict[Cell, CellResult] = {}
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, self.options.parallel)) as pool:
+            futures = {pool.submit(self._guarded, cell, session, on_event): cell for cell in cells}
+            for future in concurrent.futures.as_completed(futures):
+                cell = futures[future]
+                results[cell] = future.result()
+                if on_event is not None:
+                    on_event(SweepEvent(cell, "done", results[cell]))
+        return Grid(tuple(results[c] for c in cells), interrupted=session.cancelled)
+
+    def _guarded(self, cell: Cell, session: CancelScope, on_event: EventCallback | None) -> CellResult:
+        if session.cancelled:
+            return CellResult(cell, CellStatus.INTERRUPTED, "not started: " + (session.reason or "stopped"))
+        return self.examine(cell, session.child(), on_event)
+
+
+def _since(started: float) -> float:
+    return time.monotonic() - started
+
+
+def _replace_reused(result: CellResult) -> CellResult:
+    from dataclasses import replace
+
+    return replace(result, reused=True)
+
+
+def _summary(report: Report) -> str:
+    problems = [r for r in report.results if r.outcome.is_problem]
+    if not problems and not report.findings:
+        return "every probe that ran passed"
+    parts = [f"{r.id}: {r.outcome.value}" for r in problems]
+    parts += [f"finding {f.id}" for f in report.findings if f.severity == "problem"]
+    return "; ".join(parts) or "notices only"
+
+
+def sweep(
+    options: SweepOptions, *, on_event: EventCallback | None = None, cancel: CancelScope | None = None
+) -> Grid:
+    """Examine every cell of the grid (see Sweep)."""
+    return Sweep(options).run(on_event=on_event, cancel=cancel)
+
+
+def cell_table(grid: Grid, columns: Sequence[str] | None = None) -> list[list[str]]:
+    """The grid as rows of text: MAX down, torch across; each cell its status and finding ids."""
+    torches = list(dict.fromkeys(r.cell.torch for r in grid.results))
+    maxes = list(dict.fromkeys(r.cell.max for r in grid.results))
+    by_cell = {(r.cell.torch, r.cell.max): r for r in grid.results}
+    table = [["max \\ torch", *(columns or torches)]]
+    for max_version in maxes:
+        line = [max_version]
+        for torch in torches:
+            result = by_cell.get((torch, max_version))
+            line.append("-" if result is None else cell_label(result))
+        table.append(line)
+    return table
+
+
+def cell_label(result: CellResult) -> str:
+    if result.status is CellStatus.HEALTHY:
+        return "pass"
+    if result.status is CellStatus.PROBLEM:
+        what = ", ".join(result.findings) or ", ".join(result.problems)
+        return f"PROBLEM {what}"
+    return str(result.status.value)
