@@ -9,7 +9,7 @@ import pytest
 from conftest import SYNTHETIC
 
 from gpudoctor.doctor import DoctorOptions, diagnose, rerun
-from gpudoctor.model import Outcome
+from gpudoctor.model import Device, Outcome
 
 
 def test_a_rerun_runs_what_builds_on_it_and_keeps_the_rest() -> None:
@@ -50,3 +50,20 @@ def test_rerunning_an_unknown_run_is_a_usage_error() -> None:
     report = diagnose(options)
     with pytest.raises(GpuDoctorError, match="cannot rerun nope: not in this plan"):
         rerun(options, report, ["nope"])
+
+
+def test_a_verified_patch_carries_the_run_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch without float8_e8m0fnu: max-import fails, the patch is verified, and what was skipped because of it
+    runs on with the patch — the run shows that custom ops work once the fix is in."""
+    (tmp_path / "sitecustomize.py").write_text("import torch\ndel torch.float8_e8m0fnu\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    report = diagnose(DoctorOptions(only=("custom-op",), devices=(Device.CPU,), jobs=2))
+    results = {r.id: r for r in report.results}
+    assert results["max-import"].outcome is Outcome.FAIL  # the stack as it is
+    carried = results["custom-op/cpu"]
+    assert carried.outcome is Outcome.PASS, carried.summary
+    assert carried.summary.startswith("with patch float8-e8m0fnu-alias: ")
+    assert carried.details["patches_applied"] == ["float8.py"]
+    (finding,) = [f for f in report.findings if f.id == "torch-lacks-float8-e8m0fnu"]
+    assert finding.patch_verified is True
+    assert report.exit_code == 1

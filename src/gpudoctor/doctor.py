@@ -120,12 +120,75 @@ def conclude(
     *,
     cancel: CancelScope | None = None,
     kernel: KernelSection | None = None,
+    jobs: int = 1,
+    on_start: StartCallback | None = None,
+    on_result: ResultCallback | None = None,
 ) -> Report:
-    """The report of a run: findings matched once, and their patches verified unless the session was stopped."""
+    """The report of a run: findings matched once, their patches verified, and where a patch was verified, the
+    runs it unblocked run on with it — unless the session was stopped."""
     report = make_report(environment, results, kernel=kernel)
     if cancel is not None and cancel.cancelled:
         return report
-    return verify_patches(report, planned, cancel)
+    report = verify_patches(report, planned, cancel)
+    return carry_on_with_patches(report, planned, jobs=jobs, on_start=on_start, on_result=on_result, cancel=cancel)
+
+
+PATCHED_PREFIX = "with patch"
+
+
+def carry_on_with_patches(
+    report: Report,
+    planned: Sequence[PlannedRun],
+    *,
+    jobs: int = 1,
+    on_start: StartCallback | None = None,
+    on_result: ResultCallback | None = None,
+    cancel: CancelScope | None = None,
+) -> Report:
+    """Run what a verified patch unblocked, with the patch applied, so one run shows what works once it is fixed.
+
+    The runs the patch fixed keep their real (failing) result: the stack as it is still fails there. The runs
+    skipped because of them run with every verified patch applied; their summaries start "with patch ID:".
+    """
+    verified = [f for f in report.findings if f.patch_verified and f.patch in PATCH_MODULES]
+    fixed = {run_id for finding in verified for run_id in finding.runs}
+    blocked = [
+        run_id
+        for run_id in dependents(planned, fixed)
+        if run_id not in fixed
+        and (result := report.result(run_id)) is not None
+        and result.outcome is Outcome.SKIPPED
+        and any(f"prerequisite {cause} " in (result.skip_reason or "") for cause in fixed)
+    ]
+    if not blocked or (cancel is not None and cancel.cancelled):
+        return report
+    patches = [finding.patch for finding in verified if finding.patch is not None]
+    env = {PATCH_FILES_ENV: os.pathsep.join(str(patch_file(patch)) for patch in patches)}
+    again = fixed | set(blocked)
+    patched_plan = [
+        dataclasses.replace(
+            run, invocation=dataclasses.replace(run.invocation, extra_env={**run.invocation.extra_env, **env})
+        )
+        if run.run_id in again
+        else run
+        for run in planned
+    ]
+    label = f"{PATCHED_PREFIX} {', '.join(patches)}"
+    announce = None if on_result is None else lambda r: on_result(_labelled(r, label) if r.id in blocked else r)
+    given = {r.id: r for r in report.results if r.id not in again}
+    results = run_plan(patched_plan, jobs=jobs, on_start=on_start, on_result=announce, cancel=cancel, given=given)
+    merged = [
+        _labelled(result, label) if result.id in blocked else (report.result(result.id) or result)
+        for result in results
+    ]
+    carried = make_report(report.environment, merged, kernel=report.kernel)
+    earlier = {f.id: f for f in report.findings}
+    findings = tuple(earlier.get(f.id, f) for f in carried.findings)  # keep the verification notes
+    return dataclasses.replace(carried, created=report.created, findings=findings)
+
+
+def _labelled(result: ProbeResult, label: str) -> ProbeResult:
+    return dataclasses.replace(result, summary=f"{label}: {result.summary}")
 
 
 def plan(options: DoctorOptions, environment: Environment, specs: Sequence[ProbeSpec]) -> list[PlannedRun]:
@@ -174,7 +237,9 @@ def diagnose(
     if on_plan is not None:
         on_plan(environment, planned)
     results = run_plan(planned, jobs=options.jobs, on_start=on_start, on_result=on_result, cancel=cancel)
-    return conclude(environment, results, planned, cancel=cancel)
+    return conclude(
+        environment, results, planned, cancel=cancel, jobs=options.jobs, on_start=on_start, on_result=on_result
+    )
 
 
 def dependents(planned: Sequence[PlannedRun], run_ids: Iterable[str]) -> list[str]:
@@ -214,4 +279,6 @@ def rerun(
     results = run_plan(
         planned, jobs=options.jobs, on_start=on_start, on_result=on_result, cancel=cancel, given=given
     )
-    return conclude(report.environment, results, planned, cancel=cancel)
+    return conclude(
+        report.environment, results, planned, cancel=cancel, jobs=options.jobs, on_start=on_start, on_result=on_result
+    )

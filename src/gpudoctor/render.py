@@ -107,6 +107,15 @@ def kernel_lines(report: Report) -> list[str]:
     return lines
 
 
+def patch_commands(report: Report, patch: str) -> list[str]:
+    """How to apply a finding's patch to the examined environment, and to undo it."""
+    python = report.environment.python_executable
+    return [
+        f"paste `gpudoctor patch show {patch}` at the top of your script, or",
+        f"gpudoctor patch install {patch} --python {python}   (undo: gpudoctor patch remove {patch} --python {python})",
+    ]
+
+
 def _problem_details_markdown(result: ProbeResult) -> list[str]:
     lines = [f"### {result.id}: {_MARKS[result.outcome]}", "", safe_text(result.summary), ""]
     lines += ["Reproduce:", "", _fence(result.command), ""]
@@ -150,6 +159,8 @@ def to_markdown(report: Report) -> str:
         lines += ["", safe_text(finding.explanation), "", f"Fix: {safe_text(finding.fix)}", ""]
         if finding.patch_note:
             lines += [f"Patch: {safe_text(finding.patch_note)}", ""]
+        if finding.patch_verified:
+            lines += ["Apply it here:", "", _fence("\n".join(patch_commands(report, finding.patch or ""))), ""]
     for result in report.results:
         if result.outcome.is_problem:
             lines += _problem_details_markdown(result)
@@ -182,6 +193,8 @@ def to_text(report: Report) -> str:
         lines.append(f"    fix: {safe_text(finding.fix)}")
         if finding.patch_note:
             lines.append(f"    patch: {safe_text(finding.patch_note)}")
+        if finding.patch_verified:
+            lines += [f"    apply it here: {safe_text(line)}" for line in patch_commands(report, finding.patch or "")]
     problems = sum(r.outcome.is_problem for r in report.results)
     found = sum(f.severity == "problem" for f in report.findings)
     lines += ["", f"  {len(report.results)} probe runs, {problems} with problems, {found} problem findings"]

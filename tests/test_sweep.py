@@ -1,0 +1,141 @@
+"""`gpudoctor sweep` for real: environments built by uv, the doctor run in each, rows merged, kept cells
+reused, a cell that cannot be installed recorded with the resolver's reason, Ctrl-C keeping finished cells.
+
+To stay within CI's minutes the cells inherit this interpreter's torch (``--inherit``); the MAX of a cell that
+differs from the installed one is really installed by uv from the package index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomllib
+from conftest import run_cli
+from packaging.version import Version
+
+from gpudoctor.errors import GpuDoctorError
+from gpudoctor.sweep.grid import expand_versions, released_versions
+
+TORCH = version("torch")
+MAX = version("max")
+OTHER_MAX = "25.6.0"  # a MAX of another era, installed by uv into its cell
+
+
+def _sweep(tmp_path: Path, *args: str, timeout: float = 900) -> tuple[int, dict[str, Any], str]:
+    completed = run_cli(
+        "sweep",
+        *("--envs", str(tmp_path / "envs"), "--matrix", str(tmp_path / "matrix"), "--inherit", sys.executable),
+        *("--json", *args),
+        timeout=timeout,
+    )
+    assert completed.stdout, completed.stderr[-3000:]
+    return completed.returncode, json.loads(completed.stdout), completed.stderr
+
+
+@pytest.fixture(scope="module")
+def two_cells(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, dict[str, Any], str]:
+    tmp_path = tmp_path_factory.mktemp("sweep")
+    (tmp_path / "matrix" / "rows").mkdir(parents=True)
+    code, grid, stderr = _sweep(tmp_path, "--torch", TORCH, "--max", f"{MAX},{OTHER_MAX}", "--only", "max-import")
+    return tmp_path, code, grid, stderr
+
+
+def test_a_sweep_builds_each_cell_examines_it_and_records_its_row(
+    two_cells: tuple[Path, int, dict[str, Any], str],
+) -> None:
+    tmp_path, code, grid, stderr = two_cells
+    cells = {c["cell"]["max"]: c for c in grid["cells"]}
+    assert set(cells) == {MAX, OTHER_MAX}
+    for max_version, cell in cells.items():
+        assert cell["status"] == "healthy", cell
+        assert cell["installed"] == {"torch": TORCH, "max": max_version}  # what the environment really has
+        report = json.loads((tmp_path / "envs" / cell["report"]).read_text())
+        assert report["environment"]["packages"]["max"] == max_version
+        (result,) = [r for r in report["results"] if r["id"] == "max-import"]
+        assert result["outcome"] == "pass" and f"MAX {max_version}" in result["summary"]
+    assert code == 0
+    rows = sorted((tmp_path / "matrix" / "rows").glob("*.toml"))
+    assert sorted(tomllib.loads(p.read_text())["environment"]["max"] for p in rows) == sorted([MAX, OTHER_MAX])
+    assert "building the environment" in stderr and "[2/2]" in stderr  # progress while it runs
+
+
+def test_a_second_sweep_reuses_kept_cells_and_counts_nothing_twice(
+    two_cells: tuple[Path, int, dict[str, Any], str],
+) -> None:
+    tmp_path = two_cells[0]
+    rows_before = {p.name: p.read_text() for p in (tmp_path / "matrix" / "rows").glob("*.toml")}
+    code, again, stderr = _sweep(tmp_path, "--torch", TORCH, "--max", f"{MAX},{OTHER_MAX}", "--only", "max-import")
+    assert code == 0
+    assert all(cell["reused"] for cell in again["cells"])
+    assert "kept from an earlier sweep" in stderr
+    assert {p.name: p.read_text() for p in (tmp_path / "matrix" / "rows").glob("*.toml")} == rows_before
+    # Another request (here: other probes) is not served from the kept cells.
+    code, other, _ = _sweep(tmp_path, "--torch", TORCH, "--max", MAX, "--only", "torch-env", "--no-matrix")
+    assert code == 0 and not other["cells"][0]["reused"]
+
+
+def test_a_cell_that_cannot_be_installed_says_why(tmp_path: Path) -> None:
+    code, grid, _ = _sweep(tmp_path, "--torch", TORCH, "--max", "99.0.0", "--only", "max-import", "--no-matrix")
+    (cell,) = grid["cells"]
+    assert cell["status"] == "unresolvable", cell
+    assert "max==99.0.0" in cell["reason"]
+    assert code == 1
+
+
+def test_ctrl_c_keeps_the_cells_that_ended(tmp_path: Path) -> None:
+    command = [
+        sys.executable, "-m", "gpudoctor", "sweep", "--envs", str(tmp_path / "envs"), "--no-matrix",
+        "--inherit", sys.executable, "--torch", TORCH, "--max", f"{MAX},{OTHER_MAX}", "--only", "custom-op",
+    ]  # fmt: skip
+    sweep = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    assert sweep.stderr is not None
+    lines = []
+    deadline = time.monotonic() + 600
+    while not any(line.startswith("[1/2]") and "pass" in line for line in lines):
+        assert time.monotonic() < deadline and sweep.poll() is None, "".join(lines)
+        lines.append(sweep.stderr.readline())
+    time.sleep(1.0)  # the second cell is being built or examined
+    sweep.send_signal(signal.SIGINT)
+    stdout, rest = sweep.communicate(timeout=60)
+    assert sweep.returncode == 130, rest
+    assert "finished cells are kept" in rest
+    kept = sorted(p.name for p in (tmp_path / "envs" / "results").glob("*.json") if not p.name.endswith(".report.json"))
+    assert len(kept) == 1  # the cell that ended; the interrupted one is not kept as a result
+    assert "interrupted" in stdout
+
+
+def test_versions_lines_and_ranges_expand_against_the_releases() -> None:
+    releases = [Version(v) for v in ("2.5.1", "2.6.0", "2.9.0", "2.9.1", "2.13.0", "2.14.1")]
+    lister = lambda name: releases  # noqa: E731  (the index's answer, fixed for this test)
+    assert expand_versions("2.6,2.9,2.13.0", "torch", lister) == ["2.6.0", "2.9.1", "2.13.0"]
+    assert expand_versions("2.6..2.13", "torch", lister) == ["2.6.0", "2.9.0", "2.9.1", "2.13.0"]
+    assert expand_versions(["2.9.1", "2.9"], "torch", lister) == ["2.9.1"]
+    for bad, message in (("2.13..2.6", "runs backwards"), ("3.0", "no release"), ("two", "not a version")):
+        with pytest.raises(GpuDoctorError, match=message):
+            expand_versions(bad, "torch", lister)
+
+
+def test_the_releases_come_from_the_package_index() -> None:
+    releases = released_versions("max")
+    assert Version("25.4.0") in releases and Version(MAX) in releases
+    assert releases == sorted(releases)
+
+
+def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    for args, message in (
+        (["--max", "26.7.0"], "needs --torch and --max"),
+        (["--torch", "2.13.0", "--max", "26.7.0", "--inherit", str(tmp_path / "nope")], "no such interpreter"),
+        (["--grid", str(tmp_path)], "not a regular file"),
+    ):
+        completed = run_cli("sweep", "--envs", str(tmp_path / "envs"), "--no-matrix", *args)
+        assert completed.returncode == 2, completed.stderr
+        assert message in completed.stderr and "Traceback" not in completed.stderr
