@@ -25,6 +25,7 @@ from gpudoctor.matrix import (
     nearest,
     readme_text,
     row_from_report,
+    timelines,
     transitions,
 )
 from gpudoctor.model import Outcome, Report
@@ -249,23 +250,35 @@ def test_markup_in_rows_is_escaped_in_the_readme(tmp_path: Path) -> None:
 
 def test_near_on_the_real_rows_ranks_by_what_differs() -> None:
     rows = load_matrix(MATRIX, KNOWN)
-    completed = run_cli("matrix", "near", "--from", str(FIXTURES / "cpu-max26.1-report.json"), "--matrix", str(MATRIX))
+    completed = run_cli(
+        "matrix", "near", "--from", str(FIXTURES / "cpu-max26.1-report.json"), "--matrix", str(MATRIX), "--count", "20"
+    )
     assert completed.returncode == 0, completed.stderr
     blocks = completed.stdout.split("\n\n")
     assert blocks[1].splitlines()[:2] == [
         "cpu_torch-2.13.0+cpu_max-26.1.0_f99f013d508b.toml (distance 0)",
         "  same environment",
     ]
-    assert blocks[2].splitlines()[:2] == [
-        "cpu_torch-2.13.0+cpu_max-26.7.0_936cbf9b7de5.toml (distance 4)",
-        "  differs: max 26.1.0 → 26.7.0, mojo-compiler 0.26.1.0 → 1.2.0",
-    ]
-    assert blocks[3].startswith("h100-80gb-hbm3_torch-2.11.0_max-26.7.0_")
-    # The H100 run, compared with the H100 row: the same environment, and no outcome differs.
+    # Then the other MAX releases on this CPU and torch (distance 4: max and the Mojo compiler differ) ...
+    nearest_blocks = [b for b in blocks if "(distance 4)" in b]
+    assert any(
+        b.splitlines()[:2]
+        == [
+            "cpu_torch-2.13.0+cpu_max-26.7.0_936cbf9b7de5.toml (distance 4)",
+            "  differs: max 26.1.0 → 26.7.0, mojo-compiler 0.26.1.0 → 1.2.0",
+        ]
+        for b in nearest_blocks
+    )
+    assert all(b.startswith("cpu_torch-2.13.0+cpu_max-") for b in nearest_blocks)
+    # ... and an outcome that differs there is named: MAX 25.4's default-parameter bug.
+    (old,) = [b for b in blocks if b.startswith("cpu_torch-2.13.0+cpu_max-25.4.0_")]
+    assert "custom-op-params/cpu: here pass, there fail" in old
+    # The H100 run, compared with the H100 rows: the same environment first.
     h100 = nearest(row_from_report(_report("h100-suite-report.json"), KNOWN).environment, rows)
     assert h100[0].distance == 0 and h100[0].row.value("gpu") == "NVIDIA H100 80GB HBM3"
-    assert h100[1].row.value("max") == "26.7.0" and h100[1].row.value("gpu") == "cpu"
-    assert transitions(rows) == []  # MAX 26.1 and 26.7 behave the same on this CPU: every probe passes
+    assert h100[0].row.value("max") == "26.7.0"
+    sentences = {t.sentence() for t in transitions(rows)}
+    assert "max 25.4.0 → 25.5.0 turned custom-op-params/cpu from fail to pass" in sentences
 
 
 def test_transitions_name_the_one_field_that_changed() -> None:
@@ -280,3 +293,22 @@ def test_transitions_name_the_one_field_that_changed() -> None:
     )
     (found,) = transitions([new, broken])
     assert found.sentence() == "max 26.1.0 → 26.7.0 turned custom-op/cpu from crash (SIGSEGV) to pass"
+
+
+def test_timelines_say_where_along_the_releases_an_outcome_changes() -> None:
+    base = row_from_report(_report("cpu-max26.7-report.json"), KNOWN)
+
+    def at(max_version: str, params: Outcome) -> Any:
+        environment = {**base.environment, "max": max_version}
+        changed = dataclasses.replace(base.results["custom-op-params/cpu"], outcome=params)
+        results = {**base.results, "custom-op-params/cpu": changed}
+        return dataclasses.replace(base, environment=environment, results=results)
+
+    rows = [at("25.6.0", Outcome.PASS), at("25.4.0", Outcome.FAIL), at("25.5.0", Outcome.PASS)]
+    rows.append(at("26.7.0", Outcome.PASS))
+    (line,) = timelines(rows)
+    assert line.sentence() == (
+        "custom-op-params/cpu (gpu cpu, torch 2.13.0+cpu, python 3.11.7): "
+        "fail on max 25.4.0; pass on max 25.5.0 … 26.7.0"
+    )
+    assert "## What changed across releases" in readme_text(rows)

@@ -104,15 +104,20 @@ def _version_tuple(text: str | None) -> tuple[int, ...] | None:
     return tuple(int(n) for n in numbers[:2]) if len(numbers) >= 2 else None
 
 
-def _torch_cuda_newer_than_driver(report: Report) -> list[str]:
+# A predicate's evidence: what it saw, and the run it saw it in (None for the report as a whole).
+PredicateEvidence = tuple[str, str | None]
+
+
+def _torch_cuda_newer_than_driver(report: Report) -> list[PredicateEvidence]:
     driver = _version_tuple(report.environment.driver.cuda_driver_version)
     for result in report.results:
         torch_cuda = _version_tuple(str(result.details.get(DetailKey.TORCH_CUDA) or ""))
         if driver and torch_cuda and torch_cuda > driver:
-            return [
+            text = (
                 f"torch was built for CUDA {result.details[DetailKey.TORCH_CUDA]}, the driver supports CUDA "
                 f"{report.environment.driver.cuda_driver_version} ({result.id})"
-            ]
+            )
+            return [(text, None)]
     return []
 
 
@@ -125,38 +130,39 @@ def _kernel_runs(report: Report) -> list[tuple[ProbeResult, ProbeResult | None]]
     return [(r, report.result(_control_id(r))) for r in report.results if r.probe == KERNEL_PROBE]
 
 
-def _kernel_host_indexing(report: Report) -> list[str]:
+def _kernel_host_indexing(report: Report) -> list[PredicateEvidence]:
     """The lines of the user's execute() that index tensors outside foreach (from the static scan)."""
     if not report.kernel:
         return []
     return [
-        f"static scan: {line['file']}:{line['line']}: `{line['text']}` (op {op['name']}, outside foreach)"
+        (f"static scan: {line['file']}:{line['line']}: `{line['text']}` (op {op['name']}, outside foreach)", None)
         for op in report.kernel["scan"]["ops"]
         for line in op["host_indexing"]
     ]
 
 
-def _kernel_crashes_where_control_passes(report: Report) -> list[str]:
-    evidence = []
+def _kernel_crashes_where_control_passes(report: Report) -> list[PredicateEvidence]:
+    evidence: list[PredicateEvidence] = []
     for kernel, control in _kernel_runs(report):
         crashed = kernel.device is Device.CUDA and kernel.outcome is Outcome.CRASH
         if crashed and control is not None and control.outcome is Outcome.PASS:
-            evidence.append(
+            text = (
                 f"{kernel.id} crashed ({kernel.signal or 'no signal'}) while the control kernel "
                 f"{control.id} passed on the same GPU and stack"
             )
+            evidence.append((text, kernel.id))
     return evidence
 
 
-def _control_fails_with_kernel(report: Report) -> list[str]:
+def _control_fails_with_kernel(report: Report) -> list[PredicateEvidence]:
     return [
-        f"{kernel.id} {kernel.outcome.value} and the control kernel {control.id} {control.outcome.value} too"
-        for kernel, control in _kernel_runs(report)
-        if control is not None and kernel.outcome.is_problem and control.outcome.is_problem
+        (f"{k.id} {k.outcome.value} and the control kernel {c.id} {c.outcome.value} too", k.id)
+        for k, c in _kernel_runs(report)
+        if c is not None and k.outcome.is_problem and c.outcome.is_problem
     ]
 
 
-PREDICATES: Mapping[str, Callable[[Report], list[str]]] = {
+PREDICATES: Mapping[str, Callable[[Report], list[PredicateEvidence]]] = {
     "torch_cuda_newer_than_driver": _torch_cuda_newer_than_driver,
     "kernel_host_indexing": _kernel_host_indexing,
     "kernel_crashes_where_control_passes": _kernel_crashes_where_control_passes,
@@ -194,7 +200,8 @@ def match_findings(report: Report, issues: Sequence[KnownIssue]) -> tuple[Findin
             continue
         matched = [(ev, r) for ev in issue.evidence for r in report.results if ev.matches(r)]
         evidence = [ev.describe(r) for ev, r in matched]
-        evidence += [text for name in issue.predicates for text in PREDICATES[name](report)]
+        predicated = [seen for name in issue.predicates for seen in PREDICATES[name](report)]
+        evidence += [text for text, _ in predicated]
         if evidence:
             findings.append(
                 Finding(
@@ -206,7 +213,9 @@ def match_findings(report: Report, issues: Sequence[KnownIssue]) -> tuple[Findin
                     fix=issue.fix,
                     references=issue.references,
                     patch=issue.patch,
-                    runs=tuple(dict.fromkeys(r.id for _, r in matched)),
+                    runs=tuple(
+                        dict.fromkeys([r.id for _, r in matched] + [run for _, run in predicated if run is not None])
+                    ),
                 )
             )
     return tuple(findings)

@@ -14,6 +14,7 @@ from gpudoctor.matrix.query import (
     FIELD_WEIGHTS,
     Nearness,
     Neighbour,
+    Timeline,
     Transition,
     differences,
     distance,
@@ -22,6 +23,7 @@ from gpudoctor.matrix.query import (
     nearest,
     outcome_changes,
     parse_package_filter,
+    timelines,
     transitions,
 )
 from gpudoctor.matrix.render import grid_pictures, near_lines, near_text, outcome_summary, readme_text, show_text
@@ -67,6 +69,7 @@ __all__ = [
     "Neighbour",
     "ProbeOutcome",
     "Row",
+    "Timeline",
     "Transition",
     "check_matrix",
     "default_matrix_dir",
@@ -92,5 +95,6 @@ __all__ = [
     "row_file_name",
     "row_from_report",
     "show_text",
+    "timelines",
     "transitions",
 ]

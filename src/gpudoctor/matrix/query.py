@@ -204,3 +204,67 @@ def outcome_counts(row: Row) -> dict[str, int]:
 def problems(row: Row) -> list[tuple[str, str]]:
     """(probe, label) for every probe that failed, crashed or timed out in the row."""
     return [(p, r.label()) for p, r in sorted(row.results.items()) if r.outcome.is_problem]
+
+
+# --- timelines: what a probe did across the releases of one package, everything else equal ---------------
+
+TIMELINE_FIELDS = ("max", "torch")
+
+
+@dataclass(frozen=True)
+class Span:
+    """Consecutive releases (in the matrix) of one field over which a probe had one outcome."""
+
+    label: str
+    first: str
+    last: str
+
+
+@dataclass(frozen=True)
+class Timeline:
+    field: str
+    context: tuple[tuple[str, str], ...]  # the fields held equal, as (field, value)
+    probe: str
+    spans: tuple[Span, ...]
+
+    def sentence(self) -> str:
+        where = ", ".join(f"{k} {v}" for k, v in self.context if k in ("gpu", "torch", "max", "python"))
+        parts = []
+        for span in self.spans:
+            releases = span.first if span.first == span.last else f"{span.first} … {span.last}"
+            parts.append(f"{span.label} on {self.field} {releases}")
+        return f"{self.probe} ({where}): " + "; ".join(parts)
+
+
+def timelines(rows: Sequence[Row], fields: Sequence[str] = TIMELINE_FIELDS) -> list[Timeline]:
+    """For each field (max, torch) and each group of rows equal in every other key field (followers aside),
+    the probes whose outcome changed along that field's releases, as spans of equal outcome."""
+    found: list[Timeline] = []
+    for varying in fields:
+        ignored = {varying, *_FOLLOWERS}
+        groups: dict[tuple[tuple[str, str], ...], list[Row]] = {}
+        for row in rows:
+            if varying not in row.environment:
+                continue
+            context = tuple(
+                (k, str(row.environment[k])) for k in ENV_FIELDS if k not in ignored and k in row.environment
+            )
+            groups.setdefault(context, []).append(row)
+        for context, group in sorted(groups.items()):
+            if len(group) < 2:
+                continue
+            ordered = sorted(group, key=lambda r: _sort_key(str(r.environment[varying])))
+            probes = sorted({p for r in ordered for p in r.results})
+            for probe in probes:
+                spans: list[Span] = []
+                for row in ordered:
+                    if probe not in row.results:
+                        continue
+                    label, value = row.results[probe].label(), str(row.environment[varying])
+                    if spans and spans[-1].label == label:
+                        spans[-1] = Span(label, spans[-1].first, value)
+                    else:
+                        spans.append(Span(label, value, value))
+                if len(spans) > 1:
+                    found.append(Timeline(varying, context, probe, tuple(spans)))
+    return found

@@ -9,7 +9,7 @@ import string
 from collections.abc import Sequence
 from pathlib import Path
 
-from gpudoctor.matrix.query import Nearness, outcome_counts, problems, transitions
+from gpudoctor.matrix.query import TIMELINE_FIELDS, Nearness, outcome_counts, problems, timelines, transitions
 from gpudoctor.matrix.schema import Row
 from gpudoctor.picture import Tile, TileKind, heatmap_svg
 from gpudoctor.render import safe_text
@@ -82,7 +82,12 @@ def readme_text(rows: Sequence[Row]) -> str:
         cells += [_md(summary), _md(trouble), _md(row.updated), f"[{_md(row.file_name)}](rows/{row.file_name})"]
         table.append("| " + " | ".join(cells) + " |")
     sections: list[str] = []
-    found = transitions(rows)
+    lines = timelines(rows)
+    if lines:
+        sections += ["", "## What changed across releases", ""]
+        sections += ["Each line: one probe, every other key field equal, the releases in the matrix in order.", ""]
+        sections += [f"- {_md(t.sentence())}" for t in lines]
+    found = [t for t in transitions(rows) if t.field not in TIMELINE_FIELDS]
     if found:
         sections += ["", "## What changing one thing did", ""]
         sections += [f"- {_md(t.sentence())}" for t in found]

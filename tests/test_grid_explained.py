@@ -1,0 +1,57 @@
+"""Nothing unexplained: every failure, crash or timeout in every environment the sweeps and the H100 examined
+(their real reports, kept as fixtures) is explained by a known issue with evidence, a version range and a fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import TESTS, validate_report
+
+from gpudoctor.knowledge import load_known_issues, match_findings
+from gpudoctor.model import Report
+
+FIXTURES = TESTS / "fixtures"
+RECORDED = [*sorted((FIXTURES / "sweep-cpu").glob("*.json")), *sorted((FIXTURES / "h100").glob("*.json"))]
+ISSUES = {issue.id: issue for issue in load_known_issues()}
+
+
+def _report(path: Path) -> Report:
+    document = json.loads(path.read_text())
+    validate_report(document)
+    return Report.from_dict(document)
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=[p.stem for p in RECORDED])
+def test_every_problem_in_a_recorded_environment_is_explained(path: Path) -> None:
+    report = _report(path)
+    findings = match_findings(report, list(ISSUES.values()))
+    explained = {run_id for f in findings if f.severity == "problem" for run_id in f.runs}
+    for result in report.results:
+        if result.outcome.is_problem:
+            assert result.id in explained, f"{path.name}: {result.id} {result.outcome.value}: {result.summary}"
+    for finding in findings:
+        issue = ISSUES[finding.id]
+        assert issue.fix and issue.explanation and (issue.affects or issue.severity == "notice" or issue.evidence)
+
+
+def test_the_recorded_grid_shows_the_transitions_the_knowledge_base_names() -> None:
+    """The explanations are not made up: the releases they name are where the recorded outcomes change."""
+    outcomes = {}
+    for path in RECORDED:
+        report = _report(path)
+        max_version = report.environment.packages.get("max")
+        for result in report.results:
+            outcomes[(path.parent.name, max_version, result.id)] = result.outcome.value
+    cpu = "sweep-cpu"
+    assert outcomes[(cpu, "25.3.0", "max-import")] == "fail"  # no torch plugin for 2.13 in 25.3
+    assert outcomes[(cpu, "25.4.0", "max-import")] == "pass"
+    assert outcomes[(cpu, "25.4.0", "custom-op-params/cpu")] == "fail"  # the default-parameter bug
+    assert outcomes[(cpu, "25.5.0", "custom-op-params/cpu")] == "pass"
+    assert outcomes[("h100", "25.4.0", "custom-op-params/cuda")] == "fail"  # the same bug on the GPU
+    assert outcomes[("h100", "26.1.0", "custom-op-params/cuda")] == "pass"
+    assert outcomes[(cpu, "25.4.0", "graph-op/cpu")] == "skipped"  # no graph_op before 25.5
+    assert outcomes[(cpu, "25.5.0", "graph-op/cpu")] == "pass"
+    assert outcomes[("h100", "26.1.0", "kernel/cuda")] == "crash"  # seed 000 on its own era
+    assert outcomes[("h100", "26.1.0", "custom-op/cuda")] == "pass"  # next to a passing control
