@@ -49,7 +49,8 @@ def import_bridge(ctx):
 
 def require_api(ctx, bridge, name):
     """``bridge.name``, or a skip saying this MAX's bridge has no such API (an absent optional API is not a
-    broken stack: MAX 25.3 and 25.4 have CustomOpLibrary but no graph_op)."""
+    broken stack: MAX 25.3's max.torch is a torch.compile backend without CustomOpLibrary or graph_op, and
+    25.4 has CustomOpLibrary but no graph_op)."""
     api = getattr(bridge, name, None)
     if api is None:
         raise Skip("MAX %s's %s has no %s" % (max_version(), bridge.__name__, name))
@@ -286,6 +287,7 @@ def load_control_library(ctx, bridge, package="control", from_source=False):
     """
     from pathlib import Path
 
+    require_api(ctx, bridge, "CustomOpLibrary")
     if not from_source:
         compiled = _cached_control(ctx, package)
         if compiled is not None:

@@ -11,7 +11,14 @@ import os
 import time
 
 from _harness import CheckFailed, run_probe
-from _maxsupport import compile_diagnostics, first_compiler_error, import_bridge, is_compile_error, torch_device
+from _maxsupport import (
+    compile_diagnostics,
+    first_compiler_error,
+    import_bridge,
+    is_compile_error,
+    require_api,
+    torch_device,
+)
 
 MAX_DIAGNOSTICS = 20
 _TOLERANCES = {  # dtype -> (rtol, atol) for the CPU-vs-GPU comparison
@@ -122,10 +129,11 @@ def main(ctx):
     options = ctx.options
     device = torch_device(ctx)
     bridge = import_bridge(ctx)
+    custom_op_library = require_api(ctx, bridge, "CustomOpLibrary")
     package = Path(options.package)
     ctx.step("compile %s with CustomOpLibrary" % package.name)
     try:
-        library = bridge.CustomOpLibrary(package)
+        library = custom_op_library(package)
     except Exception as error:
         if not is_compile_error(error):
             raise

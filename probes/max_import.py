@@ -19,11 +19,10 @@ def main(ctx):
     ctx.detail("max", max_version())
     ctx.detail("torch_has_float8_e8m0fnu", hasattr(torch, "float8_e8m0fnu"))
     bridge = import_bridge(ctx)
-    # CustomOpLibrary is the bridge itself (every release has it); graph_op arrived later and is optional:
-    # the probes that need it skip themselves where it is absent.
+    # Which of the bridge's APIs this release has: CustomOpLibrary arrived in 25.4, graph_op in 25.5. An
+    # absent API is not a broken stack; the probes that need it skip themselves, saying so.
     api = [name for name in BRIDGE_API if hasattr(bridge, name)]
     ctx.detail("bridge_api", api)
-    ctx.check("CustomOpLibrary" in api, "%s has no CustomOpLibrary" % bridge.__name__)
     missing = [name for name in BRIDGE_API if name not in api]
     suffix = "; no %s in this release" % ", ".join(missing) if missing else ""
     return "%s imports (MAX %s, torch %s)%s" % (bridge.__name__, max_version(), torch.__version__, suffix)

@@ -28,11 +28,14 @@ def read_toml(path: Path, limit_bytes: int, error: type[GpuDoctorError] = GpuDoc
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as failure:
         raise error(f"{path}: cannot read: {failure.strerror or failure}") from failure
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise error(f"{path}: not a regular file")
-        data = handle.read(limit_bytes + 1)
+        data = os.read(fd, limit_bytes + 1)
+    except OSError as failure:
+        raise error(f"{path}: cannot read: {failure.strerror or failure}") from failure
+    finally:
+        os.close(fd)
     if len(data) > limit_bytes:
         raise error(f"{path}: larger than {limit_bytes // 1024} KiB")
     try:
