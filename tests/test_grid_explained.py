@@ -38,20 +38,29 @@ def test_every_problem_in_a_recorded_environment_is_explained(path: Path) -> Non
 
 def test_the_recorded_grid_shows_the_transitions_the_knowledge_base_names() -> None:
     """The explanations are not made up: the releases they name are where the recorded outcomes change."""
-    outcomes = {}
+    outcomes: dict[tuple[str, str, str], str] = {}
+    summaries: dict[tuple[str, str, str], str] = {}
     for path in RECORDED:
         report = _report(path)
-        max_version = report.environment.packages.get("max")
+        torch_line = ".".join(str(report.environment.packages.get("torch")).split(".")[:2])  # 2.13, 2.6
+        where = "h100" if path.parent.name == "h100" else torch_line
         for result in report.results:
-            outcomes[(path.parent.name, max_version, result.id)] = result.outcome.value
-    cpu = "sweep-cpu"
-    assert outcomes[(cpu, "25.3.0", "max-import")] == "fail"  # no torch plugin for 2.13 in 25.3
-    assert outcomes[(cpu, "25.4.0", "max-import")] == "pass"
-    assert outcomes[(cpu, "25.4.0", "custom-op-params/cpu")] == "fail"  # the default-parameter bug
-    assert outcomes[(cpu, "25.5.0", "custom-op-params/cpu")] == "pass"
+            key = (where, str(report.environment.packages.get("max")), result.id)
+            outcomes[key], summaries[key] = result.outcome.value, result.summary
+    assert outcomes[("2.13", "25.3.0", "max-import")] == "fail"  # torch 2.13: no torch plugin for it in 25.3
+    assert outcomes[("2.6", "25.3.0", "max-import")] == "pass"  # torch 2.6: plugin shipped ...
+    assert outcomes[("2.6", "25.3.0", "custom-op/cpu")] == "skipped"  # ... but no CustomOpLibrary yet
+    assert outcomes[("2.13", "25.4.0", "custom-op-params/cpu")] == "fail"  # the default-parameter bug
+    assert outcomes[("2.6", "25.4.0", "custom-op-params/cpu")] == "fail"
+    assert outcomes[("2.13", "25.5.0", "custom-op-params/cpu")] == "pass"
     assert outcomes[("h100", "25.4.0", "custom-op-params/cuda")] == "fail"  # the same bug on the GPU
     assert outcomes[("h100", "26.1.0", "custom-op-params/cuda")] == "pass"
-    assert outcomes[(cpu, "25.4.0", "graph-op/cpu")] == "skipped"  # no graph_op before 25.5
-    assert outcomes[(cpu, "25.5.0", "graph-op/cpu")] == "pass"
-    assert outcomes[("h100", "26.1.0", "kernel/cuda")] == "crash"  # seed 000 on its own era
-    assert outcomes[("h100", "26.1.0", "custom-op/cuda")] == "pass"  # next to a passing control
+    assert outcomes[("2.13", "25.4.0", "graph-op/cpu")] == "skipped"  # no graph_op before 25.5
+    assert outcomes[("2.13", "25.5.0", "graph-op/cpu")] == "pass"
+    assert outcomes[("2.6", "25.6.1", "custom-op/cpu")] == "pass"  # torch 2.6 is fine until MAX 25.7 ...
+    assert outcomes[("2.6", "25.7.0", "custom-op/cpu")] == "fail"  # ... which needs float8_e8m0fnu
+    carried = summaries[("2.6", "26.1.0", "custom-op-params/cpu")]
+    assert outcomes[("2.6", "26.1.0", "custom-op-params/cpu")] == "pass"
+    assert carried.startswith("with patch float8-e8m0fnu-alias: ")  # what works once the patch is in
+    assert outcomes[("h100", "26.1.0", "kernel/cuda")] == "crash"  # seed 000 on its own era ...
+    assert outcomes[("h100", "26.1.0", "custom-op/cuda")] == "pass"  # ... next to a passing control
