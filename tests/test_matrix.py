@@ -312,3 +312,12 @@ def test_timelines_say_where_along_the_releases_an_outcome_changes() -> None:
         "fail on max 25.4.0; pass on max 25.5.0 … 26.7.0"
     )
     assert "## What changed across releases" in readme_text(rows)
+
+
+def test_runs_carried_on_with_a_patch_are_not_the_stacks_outcome() -> None:
+    report = Report.from_dict(json.loads((FIXTURES / "sweep-cpu" / "py3.11_torch-2.6.0_max-26.1.0.json").read_text()))
+    patched = [r.id for r in report.results if "patches_applied" in r.details]
+    assert patched  # custom-op-via-graph/cpu and custom-op-params/cpu ran on with the float8 patch
+    row = row_from_report(report, KNOWN)
+    assert not set(patched) & set(row.results)
+    assert row.results["custom-op/cpu"].outcome is Outcome.FAIL

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from gpudoctor.inventory import max_packaging
 from gpudoctor.model import Environment, KernelTensorArg, Outcome, ProbeResult, Report
 
 CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls, not \t \n
@@ -61,6 +62,8 @@ def environment_rows(environment: Environment) -> list[tuple[str, str]]:
     rows.append(("kernel / libc", f"{platform.kernel or 'N/A'} / {platform.libc or 'N/A'}"))
     for name, version in environment.packages.items():
         rows.append((name, version or "not installed"))
+    if (packaging := max_packaging(environment.packages)) is not None:
+        rows.append(("MAX packaging", packaging))
     if environment.mojo_cli:
         rows.append(("mojo CLI", environment.mojo_cli))
     for name, value in environment.env_vars.items():

@@ -8,10 +8,14 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpudoctor.cli.common import positive_float, positive_int, stop_on_signals
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.render import safe_text
+
+if TYPE_CHECKING:
+    from gpudoctor.kernelspec import CallRequest
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,6 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--max", metavar="VERSIONS", help="MAX versions, e.g. 25.3..26.7 or 26.7.0,25.6.0")
     grid.add_argument("--grid", type=Path, metavar="FILE", help="a TOML file with torch = [...], max = [...]")
     grid.add_argument("--python", metavar="X.Y", help="the Python of every cell (default: this one's)")
+    kernel = parser.add_argument_group("your kernel in every cell (instead of the probes; no matrix rows)")
+    kernel.add_argument("--kernel", type=Path, metavar="PATH", help="your Mojo package, as for gpudoctor kernel")
+    kernel.add_argument("--op", action="append", metavar="NAME", help="call this op in every cell (repeatable)")
+    kernel.add_argument("--shape", metavar="AxB", help="shape of every tensor of the --op calls")
+    kernel.add_argument("--param", action="append", metavar="NAME=VALUE", help="compile-time parameter")
+    kernel.add_argument("--spec", type=Path, metavar="FILE", help="a TOML file of [[call]] tables")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the grid as one JSON document")
     parser.add_argument("--svg", type=Path, metavar="FILE", help="also write the grid as an SVG picture")
@@ -47,6 +57,20 @@ def build_parser() -> argparse.ArgumentParser:
         "exactly is not installed again (like --system-site-packages, for any environment)",
     )
     return parser
+
+
+def _kernel(options: argparse.Namespace) -> tuple[Path | None, tuple[CallRequest, ...]]:
+    """The user's kernel package and its calls, checked as `gpudoctor kernel` checks them."""
+    if options.kernel is None:
+        if options.op or options.shape or options.param or options.spec:
+            raise GpuDoctorError("--op, --shape, --param and --spec go with --kernel PATH")
+        return None, ()
+    from gpudoctor.cli.kernel_command import requests
+    from gpudoctor.kernel import check_package_path
+
+    options.dtype = None
+    options.values = "arange"
+    return check_package_path(options.kernel), requests(options)
 
 
 def run(argv: Sequence[str]) -> int:
@@ -73,6 +97,7 @@ def run(argv: Sequence[str]) -> int:
     if options.inherit is not None and not Path(options.inherit).is_file():
         raise GpuDoctorError(f"--inherit {options.inherit!r}: no such interpreter")
     cells = tuple(gridmod.cells(torch_versions, max_versions, python))
+    kernel_path, kernel_requests = _kernel(options)
     jobs = options.jobs or max(1, default_jobs() // options.parallel)
     sweep_options = SweepOptions(
         cells=cells,
@@ -84,6 +109,8 @@ def run(argv: Sequence[str]) -> int:
         timeout_s=options.timeout,
         refresh=options.refresh,
         inherit=options.inherit,
+        kernel=kernel_path,
+        kernel_requests=kernel_requests,
     )
     started = time.monotonic()
     done = 0

@@ -107,8 +107,11 @@ def readme_text(rows: Sequence[Row]) -> str:
 
 
 def show_text(rows: Sequence[Row]) -> str:
+    """The rows as a table, then what changed across releases among them."""
     if not rows:
         return "no rows match\n"
+    changes = [f"  {_plain(t.sentence())}" for t in timelines(rows)]
+    footer = ["", "what changed across releases:", *changes] if changes else []
     table = [[*SHOW_COLUMNS, "outcomes", "problems"]]
     for row in sorted(rows, key=lambda r: r.file_name):
         table.append([*(row.value(c) for c in SHOW_COLUMNS), *outcome_summary(row)])
@@ -117,7 +120,7 @@ def show_text(rows: Sequence[Row]) -> str:
     for line in table:
         cells = [_plain(cell).ljust(widths[i]) if i < len(widths) else _plain(cell) for i, cell in enumerate(line)]
         out.append("  ".join(cells).rstrip())
-    return "\n".join(out) + "\n"
+    return "\n".join(out + footer) + "\n"
 
 
 def near_lines(nearness: Nearness) -> list[tuple[str, str]]:

@@ -177,13 +177,14 @@ def row_file_name(environment: Mapping[str, str | int]) -> str:
 
 
 def probe_outcomes(report: Report, known_probes: Iterable[str]) -> dict[str, ProbeOutcome]:
-    """The outcome of every catalog probe that ran to an end (skipped and interrupted runs say nothing)."""
+    """The outcome of every catalog probe that ran to an end on the stack as it is (skipped and interrupted
+    runs say nothing; a run carried on with a patch applied tells what the patch makes work, not the stack)."""
     known = set(known_probes)
     date = report.created[:10]
     return {
         r.id: ProbeOutcome(r.outcome, date, report.doctor_version, r.signal)
         for r in report.results
-        if r.outcome.says_something and r.id in known
+        if r.outcome.says_something and r.id in known and DetailKey.PATCHES_APPLIED not in r.details
     }
 
 

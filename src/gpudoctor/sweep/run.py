@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpudoctor import __version__
 from gpudoctor.atomic import atomic_write
@@ -23,6 +24,9 @@ from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Report
 from gpudoctor.sweep.envs import Built, EnvironmentBuilder, Interrupted
 from gpudoctor.sweep.grid import Cell, CellResult, CellStatus
+
+if TYPE_CHECKING:
+    from gpudoctor.kernelspec import CallRequest
 
 RESULTS_DIR = "results"
 
@@ -39,6 +43,8 @@ class SweepOptions:
     refresh: bool = False
     inherit: str | None = None  # an interpreter whose packages the cells may reuse (see EnvironmentBuilder)
     probe_dir: Path | None = None
+    kernel: Path | None = None  # the user's kernel package: `gpudoctor kernel` in every cell instead of the probes
+    kernel_requests: tuple[CallRequest, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,12 +105,16 @@ class Sweep:
     @property
     def request(self) -> dict[str, object]:
         """What decides a cell's result besides the cell: kept results are reused only for the same."""
-        return {
+        request: dict[str, object] = {
             "doctor": __version__,
             "only": sorted(self.options.only) if self.options.only else None,
             "timeout_s": self.options.timeout_s,
             "inherit": self.options.inherit,
         }
+        if self.options.kernel is not None:
+            request["kernel"] = str(self.options.kernel)
+            request["kernel_calls"] = [repr(r) for r in self.options.kernel_requests]
+        return request
 
     def examine(self, cell: Cell, cancel: CancelScope, on_event: EventCallback | None) -> CellResult:
         def event(step: str, result: CellResult | None = None) -> None:
@@ -125,16 +135,7 @@ class Sweep:
             result = CellResult(cell, status, built.reason, duration_s=_since(started), request=self.request)
             return self._keep(cell, result)
         event("examine")
-        report = diagnose(
-            DoctorOptions(
-                python=str(built.python),
-                probe_dir=self.options.probe_dir,
-                only=self.options.only,
-                jobs=self.options.probe_jobs,
-                timeout_s=self.options.timeout_s,
-            ),
-            cancel=cancel,
-        )
+        report = self._examine(built, cancel)
         if report.interrupted:
             return CellResult(cell, CellStatus.INTERRUPTED, "stopped while examining", duration_s=_since(started))
         report_file = self._report_file(cell)
@@ -153,14 +154,37 @@ class Sweep:
         self._record(cell, result, report)
         return self._keep(cell, result)
 
+    def _examine(self, built: Built, cancel: CancelScope) -> Report:
+        """The doctor in the cell's environment: its probes, or the user's kernel next to the control."""
+        if self.options.kernel is not None:
+            from gpudoctor.kernel import KernelOptions, diagnose_kernel
+
+            kernel_options = KernelOptions(
+                package=self.options.kernel,
+                requests=self.options.kernel_requests,
+                python=str(built.python),
+                jobs=self.options.probe_jobs,
+                timeout_s=self.options.timeout_s,
+                probe_dir=self.options.probe_dir,
+            )
+            return diagnose_kernel(kernel_options, cancel=cancel)
+        doctor_options = DoctorOptions(
+            python=str(built.python),
+            probe_dir=self.options.probe_dir,
+            only=self.options.only,
+            jobs=self.options.probe_jobs,
+            timeout_s=self.options.timeout_s,
+        )
+        return diagnose(doctor_options, cancel=cancel)
+
     def _keep(self, cell: Cell, result: CellResult) -> CellResult:
         atomic_write(self._result_file(cell), json.dumps(result.to_dict(), indent=2) + "\n")
         return result
 
     def _record(self, cell: Cell, result: CellResult, report: Report | None = None) -> None:
         """Merge the cell's row into the matrix (when there is one, and the cell was examined)."""
-        if self.options.matrix_dir is None or result.report is None:
-            return
+        if self.options.matrix_dir is None or result.report is None or self.options.kernel is not None:
+            return  # a user's kernel says nothing about the stack's row
         from gpudoctor.matrix import MatrixStore, row_from_report
 
         if report is None:
