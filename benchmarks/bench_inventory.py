@@ -52,6 +52,29 @@ def main() -> None:
     target = 0.5
     verdict = "meets" if results[rows[0][0]] < target else "MISSES"
     print(f"inventory-only target < {target} s: {verdict}")
+    preflight_ms()
+
+
+def preflight_ms(runs: int = 20) -> None:
+    """In-process: the stack facts the inventory adds (module locations, torch's CUDA build) and the pre-flight
+    checks over an environment, each the median of ``runs``; goal (issue 14) <= 50 ms on top of the inventory."""
+    from gpudoctor.inventory import _local_stack_facts, collect_environment
+    from gpudoctor.preflight import load_rules, preflight
+
+    environment = collect_environment()
+
+    def median_ms(work: object) -> float:
+        samples = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            work()  # type: ignore[operator]
+            samples.append((time.perf_counter() - started) * 1000)
+        return statistics.median(samples)
+
+    facts = median_ms(_local_stack_facts)
+    checks = median_ms(lambda: preflight(environment, load_rules()))
+    print(f"stack facts {facts:.1f} ms + pre-flight checks (rules loaded each time) {checks:.1f} ms "
+          f"= {facts + checks:.1f} ms on top of the inventory (goal <= 50 ms)")  # fmt: skip
 
 
 if __name__ == "__main__":

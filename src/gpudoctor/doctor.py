@@ -22,6 +22,7 @@ from gpudoctor.inventory import collect_environment
 from gpudoctor.knowledge import load_known_issues, match_findings
 from gpudoctor.model import Device, Environment, Finding, KernelSection, Outcome, ProbeResult, ProbeSpec, Report
 from gpudoctor.patches import PATCH_FILES_ENV, PATCH_MODULES, patch_file
+from gpudoctor.preflight import preflight
 from gpudoctor.runner import run_probe
 from gpudoctor.suite import PlannedRun, ResultCallback, StartCallback, plan_runs, run_plan
 
@@ -75,7 +76,8 @@ def make_report(
         results=tuple(results),
         kernel=kernel,
     )
-    return dataclasses.replace(report, findings=match_findings(report, load_known_issues()))
+    findings = preflight(environment) + match_findings(report, load_known_issues())
+    return dataclasses.replace(report, findings=findings)
 
 
 def verify_patches(report: Report, planned: Sequence[PlannedRun], cancel: CancelScope | None = None) -> Report:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Environment, Platform
@@ -62,8 +63,55 @@ ENV_VARS: tuple[str, ...] = (
     "XDG_CACHE_HOME",
 )
 
+# Facts about the examined interpreter's stack that need no import of torch or MAX: where each top-level name
+# would be imported from (a file of the user's can shadow a package), the site-packages folders, and the CUDA
+# version torch was built for (read from torch/version.py, never imported). Compatible with old Pythons; run
+# in the examined interpreter, or exec'd here for the doctor's own.
+_STACK_SOURCE = """
+def stack_facts():
+    import os, re, site, sys
+    from importlib.machinery import PathFinder
+    search = [os.getcwd()] + [p for p in sys.path if p]
+    sites = list(getattr(site, "getsitepackages", lambda: [])())
+    if getattr(site, "ENABLE_USER_SITE", False):
+        sites.append(site.getusersitepackages())
+    first_site = min([search.index(s) for s in sites if s in search] or [len(search)])
+    modules, shadowing = {}, []
+    for name in ("torch", "max", "mojo", "cuda", "cffi", "numpy"):
+        for index, entry in enumerate(search):
+            spec = PathFinder.find_spec(name, [entry])
+            if spec is None:
+                continue
+            where = spec.origin if spec.origin not in (None, "namespace") else None
+            if where is None and spec.submodule_search_locations:
+                where = list(spec.submodule_search_locations)[0]
+            modules[name] = where
+            # A module no distribution installed (no .dist-info beside it), found before site-packages
+            # (the current folder, PYTHONPATH): it hides whatever is installed under that name.
+            try:
+                installed = any(e.endswith((".dist-info", ".egg-info")) for e in os.listdir(entry))
+            except OSError:
+                installed = False
+            if index < first_site and not installed:
+                shadowing.append(name)
+            break
+        else:
+            modules[name] = None
+    torch_cuda = None
+    torch_at = modules.get("torch")
+    if torch_at:
+        folder = torch_at if os.path.isdir(torch_at) else os.path.dirname(torch_at)
+        try:
+            with open(os.path.join(folder, "version.py")) as handle:
+                found = re.search(r"^cuda\\s*(?::[^=]*)?=\\s*['\\"]([^'\\"]+)['\\"]", handle.read(), re.M)
+            torch_cuda = found.group(1) if found else None
+        except (IOError, OSError):
+            pass
+    return {"modules": modules, "shadowing": shadowing, "site_packages": sites, "torch_cuda": torch_cuda}
+"""
+
 # Runs inside the examined interpreter: metadata only, compatible with old Pythons, prints one JSON line.
-_REMOTE_SNIPPET = """
+_REMOTE_SNIPPET = _STACK_SOURCE + """
 import json, platform, sys
 try:
     from importlib import metadata
@@ -81,8 +129,32 @@ print(json.dumps({
     "implementation": platform.python_implementation(),
     "prefix": sys.prefix,
     "packages": versions,
+    "stack": stack_facts(),
 }))
 """
+
+
+def _local_stack_facts() -> dict[str, Any]:
+    namespace: dict[str, Any] = {}
+    exec(compile(_STACK_SOURCE, "<gpudoctor stack facts>", "exec"), namespace)
+    facts: dict[str, Any] = namespace["stack_facts"]()
+    return facts
+
+
+def _redacted_stack(facts: Any) -> dict[str, Any]:
+    """Stack facts as the report carries them: paths redacted, shapes checked."""
+    if not isinstance(facts, dict):
+        return {}
+    raw_modules, raw_sites = facts.get("modules"), facts.get("site_packages")
+    modules: dict[str, Any] = raw_modules if isinstance(raw_modules, dict) else {}
+    sites: list[Any] = raw_sites if isinstance(raw_sites, list) else []
+    torch_cuda = facts.get("torch_cuda")
+    return {
+        "modules": {str(k): None if v is None else redact_text(str(v)) for k, v in modules.items()},
+        "shadowing": [str(n) for n in facts.get("shadowing") or [] if isinstance(n, str)],
+        "site_packages": [redact_text(str(p)) for p in sites],
+        "torch_cuda": None if torch_cuda is None else str(torch_cuda),
+    }
 
 
 def _local_packages(names: tuple[str, ...]) -> dict[str, str | None]:
@@ -161,6 +233,7 @@ def collect_environment(python: str | None = None, extra_packages: Iterable[str]
         packages = _local_packages(names)
         python_version = platform.python_version()
         implementation = platform.python_implementation()
+        stack = _redacted_stack(_local_stack_facts())
     else:
         facts = _remote_facts(python, names)
         raw = facts["packages"]
@@ -168,6 +241,7 @@ def collect_environment(python: str | None = None, extra_packages: Iterable[str]
         packages = {str(k): (None if v is None else str(v)) for k, v in raw.items()}
         python_version = str(facts["python"])
         implementation = str(facts["implementation"])
+        stack = _redacted_stack(facts.get("stack"))
     host = Platform(
         python=python_version,
         python_implementation=implementation,
@@ -186,6 +260,7 @@ def collect_environment(python: str | None = None, extra_packages: Iterable[str]
         env_vars=env_vars,
         python_executable=redact_text(python),
         mojo_cli=None if mojo is None else redact_text(mojo),
+        stack=stack,
     )
 
 

@@ -166,6 +166,9 @@ class Environment:
     env_vars: Mapping[str, str]
     python_executable: str
     mojo_cli: str | None = None  # where a `mojo` executable was found next to the examined interpreter
+    # Read without importing: where torch/max/mojo/cuda/... would be imported from, the site-packages folders,
+    # and the CUDA version torch was built for (``torch_cuda``); empty in reports from before it was collected.
+    stack: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def cuda_device_visible(self) -> bool:
@@ -185,6 +188,7 @@ class Environment:
             "env_vars": dict(self.env_vars),
             "python_executable": self.python_executable,
             "mojo_cli": self.mojo_cli,
+            "stack": dict(self.stack),
         }
 
     @classmethod
@@ -196,6 +200,7 @@ class Environment:
             env_vars={str(k): str(v) for k, v in data.get("env_vars", {}).items()},
             python_executable=str(data["python_executable"]),
             mojo_cli=_opt_str(data, "mojo_cli"),
+            stack=dict(data["stack"]) if isinstance(data.get("stack"), dict) else {},
         )
 
 

@@ -29,7 +29,7 @@ from textual.worker import Worker, WorkerState
 from gpudoctor.atomic import atomic_write
 from gpudoctor.cancel import CancelScope
 from gpudoctor.catalog import load_catalog, run_ids
-from gpudoctor.doctor import DoctorOptions, dependents, diagnose, probe_directory, rerun
+from gpudoctor.doctor import DoctorOptions, dependents, diagnose, make_report, probe_directory, rerun
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Environment, ProbeResult, Report
 from gpudoctor.render import to_markdown
@@ -206,6 +206,9 @@ class DoctorApp(App[int]):
         self.planned = {run.run_id: run for run in message.planned}
         self.query_one("#inventory", InventoryPane).show(message.environment)
         self.table.show_plan(message.planned, self.results)
+        early = make_report(message.environment)  # pre-flight findings: known before any probe ends
+        if early.findings and self.report is None:
+            self.query_one("#findings", FindingsPane).show(early)
         if not message.planned:
             self._say("inventory only: no probes planned")
 
