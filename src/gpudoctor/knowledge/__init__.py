@@ -24,6 +24,8 @@ KNOWN_ISSUES = Path(__file__).with_name("known_issues.toml")
 KERNEL_PROBE = "kernel"  # `gpudoctor kernel`: the user's package
 CONTROL_PROBE = "custom-op"  # the control kernel run next to it
 SEVERITIES = ("problem", "notice")
+ANY_PROBE = "*"
+SHOWN = ("reproduced here", "on the H100", "text only")
 _ISSUE_FIELDS = {
     "id",
     "title",
@@ -35,6 +37,7 @@ _ISSUE_FIELDS = {
     "fix",
     "references",
     "patch",
+    "shown",
 }
 _EVIDENCE_FIELDS = {"probe", "outcome", "signal", "pattern", "detail"}
 
@@ -50,8 +53,10 @@ class Evidence:
     detail: Mapping[str, Any] = field(default_factory=dict)
 
     def matches(self, result: ProbeResult) -> bool:
-        # "kernel/cuda" names every GPU's run: kernel/cuda:0, kernel/cuda:1, ...
-        if self.probe not in (result.probe, result.id, result.id.split(":")[0]) or result.outcome is not self.outcome:
+        # "kernel/cuda" names every GPU's run: kernel/cuda:0, kernel/cuda:1, ...; "*" names any probe (an error
+        # text that means the same wherever it appears, like one quoted from a field report).
+        names = (result.probe, result.id, result.id.split(":")[0], ANY_PROBE)
+        if self.probe not in names or result.outcome is not self.outcome:
             return False
         if self.signal is not None and result.signal != self.signal:
             return False
@@ -84,6 +89,7 @@ class KnownIssue:
     predicates: tuple[str, ...] = ()
     references: tuple[str, ...] = ()
     patch: str | None = None
+    shown: str | None = None  # how the entry was shown: reproduced here, on the H100, or on its report's text only
 
 
 def _searchable(result: ProbeResult) -> str:
@@ -281,6 +287,9 @@ def _issue(where: str, entry: Any) -> KnownIssue:
     if not raw_evidence and not predicates:
         raise GpuDoctorError(f"{where}: needs at least one 'evidence' item or predicate")
     references = string_list(where, entry, "references")
+    shown = _require_str(where, entry, "shown", optional=True)
+    if shown is not None and shown not in SHOWN:
+        raise GpuDoctorError(f"{where}: field 'shown' must be one of {', '.join(SHOWN)}")
     return KnownIssue(
         id=str(issue_id),
         title=str(_require_str(where, entry, "title")),
@@ -292,6 +301,7 @@ def _issue(where: str, entry: Any) -> KnownIssue:
         predicates=tuple(predicates),
         references=references,
         patch=_require_str(where, entry, "patch", optional=True),
+        shown=shown,
     )
 
 
