@@ -214,13 +214,18 @@ def test_quit_mid_run_leaves_no_probe_process(tmp_path: Path, monkeypatch: pytes
     assert processes_with_marker(marker) == []
 
 
+async def _until_hanging(app: DoctorApp, pilot: object, marker: str) -> None:
+    """Until the hanging probe runs: the app has heard it start and its process exists."""
+    deadline = time.monotonic() + 60
+    while "hangs" not in app.started or not processes_with_marker(marker):
+        assert time.monotonic() < deadline, "the hanging probe never started"
+        await pilot.pause(0.1)  # type: ignore[attr-defined]
+
+
 async def _quit_mid_run(probes: Path, tmp_path: Path, marker: str) -> None:
     app = DoctorApp(DoctorOptions(probe_dir=probes, jobs=3), export_dir=tmp_path, matrix_dir=tmp_path / "none")
     async with app.run_test(size=(120, 40)) as pilot:
-        deadline = time.monotonic() + 60
-        while "hangs" not in app.started or not processes_with_marker(marker):
-            assert time.monotonic() < deadline, "the hanging probe never started"
-            await pilot.pause(0.1)
+        await _until_hanging(app, pilot, marker)
         assert app.running and app.report is None
         await pilot.press("q")
     assert app.return_value == 130
@@ -238,10 +243,7 @@ def test_cancelling_the_worker_stops_its_probes_and_shows_what_ended(
 async def _cancel_worker(probes: Path, tmp_path: Path, marker: str) -> None:
     app = DoctorApp(DoctorOptions(probe_dir=probes, jobs=3), export_dir=tmp_path, matrix_dir=tmp_path / "none")
     async with app.run_test(size=(120, 40)) as pilot:
-        deadline = time.monotonic() + 60
-        while "hangs" not in app.started or not processes_with_marker(marker):
-            assert time.monotonic() < deadline, "the hanging probe never started"
-            await pilot.pause(0.1)
+        await _until_hanging(app, pilot, marker)
         app.workers.cancel_group(app, "run")
         await _wait_for_report(app, pilot, 30)
         assert processes_with_marker(marker) == []

@@ -12,7 +12,7 @@ import platform
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -189,6 +189,33 @@ def _remote_facts(python: str, names: tuple[str, ...]) -> dict[str, object]:
         raise GpuDoctorError(f"the interpreter {python!r} failed to start: {last}")
     facts: dict[str, object] = json.loads(completed.stdout.strip().splitlines()[-1])
     return facts
+
+
+def package_versions(python: str, names: Sequence[str]) -> dict[str, str | None]:
+    """Versions of ``names`` as the interpreter at ``python`` sees them (metadata only; None: not installed)."""
+    if is_own_interpreter(python):
+        return _local_packages(tuple(names))
+    raw = _remote_facts(python, tuple(names))["packages"]
+    assert isinstance(raw, dict)
+    return {str(k): (None if v is None else str(v)) for k, v in raw.items()}
+
+
+def site_packages(python: str) -> Path:
+    """The site-packages folder (purelib) of the interpreter at ``python``; a usage error saying what went wrong."""
+    try:
+        completed = subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        raise GpuDoctorError(f"--python {python}: cannot ask it for its site-packages ({error})") from error
+    site = Path(completed.stdout.strip())
+    if not site.is_dir():
+        raise GpuDoctorError(f"--python {python}: its site-packages {site} is not a folder")
+    return site
 
 
 def _os_release() -> str | None:

@@ -15,9 +15,21 @@ if TYPE_CHECKING:
     from gpudoctor.kernelspec import CallRequest
 
 
-def build_parser() -> argparse.ArgumentParser:
+def add_call_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The options that say which calls to make (--spec, or --op with --shape/--dtype/--param/--values), for
+    `gpudoctor kernel` and for `gpudoctor sweep --kernel`; ``requests`` reads them."""
     from gpudoctor.kernelspec import DTYPES, VALUES
 
+    calls = parser.add_mutually_exclusive_group()
+    calls.add_argument("--spec", type=Path, metavar="FILE", help="a TOML file of [[call]] tables")
+    calls.add_argument("--op", action="append", metavar="NAME", help="call this op (repeatable)")
+    parser.add_argument("--shape", metavar="AxB", help="shape of every tensor of the --op calls, e.g. 64x64")
+    parser.add_argument("--dtype", choices=DTYPES, help="dtype where the signature leaves it open (default float32)")
+    parser.add_argument("--param", action="append", metavar="NAME=VALUE", help="compile-time parameter (repeatable)")
+    parser.add_argument("--values", choices=VALUES, default="arange", help="input values (default arange)")
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpudoctor kernel",
         description="Run your Mojo custom-op package through CustomOpLibrary in isolated processes, on the CPU "
@@ -28,13 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         "per-tensor outputs/inputs lists; see the gpudoctor.kernelspec module docstring.",
     )
     parser.add_argument("package", type=Path, help="the package folder (with __init__.mojo) or a .mojopkg")
-    calls = parser.add_mutually_exclusive_group()
-    calls.add_argument("--spec", type=Path, metavar="FILE", help="a TOML file of [[call]] tables")
-    calls.add_argument("--op", action="append", metavar="NAME", help="call this op (repeatable)")
-    parser.add_argument("--shape", metavar="AxB", help="shape of every tensor of the --op calls, e.g. 64x64")
-    parser.add_argument("--dtype", choices=DTYPES, help="dtype where the signature leaves it open (default float32)")
-    parser.add_argument("--param", action="append", metavar="NAME=VALUE", help="compile-time parameter (repeatable)")
-    parser.add_argument("--values", choices=VALUES, default="arange", help="input values (default arange)")
+    add_call_arguments(parser)
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print one JSON document")
     output.add_argument("--markdown", action="store_true", help="print a Markdown report")

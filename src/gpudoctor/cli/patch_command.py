@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from gpudoctor.cli.common import EXIT_OK
 from gpudoctor.errors import GpuDoctorError
@@ -32,26 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _site_packages(python: str) -> Path:
-    try:
-        completed = subprocess.run(
-            [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError) as error:
-        raise GpuDoctorError(f"--python {python}: cannot ask it for its site-packages ({error})") from error
-    site = Path(completed.stdout.strip())
-    if not site.is_dir():
-        raise GpuDoctorError(f"--python {python}: its site-packages {site} is not a folder")
-    return site
-
-
 def run(argv: Sequence[str]) -> int:
     from gpudoctor.atomic import atomic_write
     from gpudoctor.doctor import resolve_python
+    from gpudoctor.inventory import site_packages
     from gpudoctor.knowledge import load_known_issues
     from gpudoctor.patches import HOOK_MODULE, HOOK_PTH, PATCH_MODULES, install_files, installed_file, patch_file
 
@@ -65,7 +47,7 @@ def run(argv: Sequence[str]) -> int:
     if options.command == "show":
         sys.stdout.write(patch_file(options.patch).read_text(encoding="utf-8"))
         return EXIT_OK
-    site = _site_packages(resolve_python(options.python))
+    site = site_packages(resolve_python(options.python))
     if options.command == "install":
         for name, text in install_files(options.patch).items():
             try:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpudoctor.cli.common import positive_float, positive_int, stop_on_signals
+from gpudoctor.cli.kernel_command import add_call_arguments
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.render import safe_text
 
@@ -35,10 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--python", metavar="X.Y", help="the Python of every cell (default: this one's)")
     kernel = parser.add_argument_group("your kernel in every cell (instead of the probes; no matrix rows)")
     kernel.add_argument("--kernel", type=Path, metavar="PATH", help="your Mojo package, as for gpudoctor kernel")
-    kernel.add_argument("--op", action="append", metavar="NAME", help="call this op in every cell (repeatable)")
-    kernel.add_argument("--shape", metavar="AxB", help="shape of every tensor of the --op calls")
-    kernel.add_argument("--param", action="append", metavar="NAME=VALUE", help="compile-time parameter")
-    kernel.add_argument("--spec", type=Path, metavar="FILE", help="a TOML file of [[call]] tables")
+    add_call_arguments(kernel)
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the grid as one JSON document")
     parser.add_argument("--svg", type=Path, metavar="FILE", help="also write the grid as an SVG picture")
@@ -62,14 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
 def _kernel(options: argparse.Namespace) -> tuple[Path | None, tuple[CallRequest, ...]]:
     """The user's kernel package and its calls, checked as `gpudoctor kernel` checks them."""
     if options.kernel is None:
-        if options.op or options.shape or options.param or options.spec:
-            raise GpuDoctorError("--op, --shape, --param and --spec go with --kernel PATH")
+        if options.op or options.shape or options.dtype or options.param or options.spec:
+            raise GpuDoctorError("--op, --shape, --dtype, --param and --spec go with --kernel PATH")
         return None, ()
     from gpudoctor.cli.kernel_command import requests
     from gpudoctor.kernel import check_package_path
 
-    options.dtype = None
-    options.values = "arange"
     return check_package_path(options.kernel), requests(options)
 
 
@@ -77,7 +73,7 @@ def run(argv: Sequence[str]) -> int:
     from gpudoctor.doctor import default_jobs
     from gpudoctor.sweep import grid as gridmod
     from gpudoctor.sweep.envs import default_envs_dir, default_python
-    from gpudoctor.sweep.run import SweepEvent, SweepOptions, cell_table, sweep
+    from gpudoctor.sweep.run import SweepEvent, SweepOptions, cell_label, cell_table, sweep
 
     options = build_parser().parse_args(argv)
     spec: dict[str, object] = gridmod.load_grid_file(options.grid) if options.grid else {}
@@ -121,8 +117,6 @@ def run(argv: Sequence[str]) -> int:
         elapsed = f"{time.monotonic() - started:6.0f} s"
         if event.step == "done" and event.result is not None:
             done += 1
-            from gpudoctor.sweep.run import cell_label
-
             kept = " (kept from an earlier sweep)" if event.result.reused else ""
             line = f"[{done}/{len(cells)}] {elapsed}  {cell}: {cell_label(event.result)}{kept}"
         else:

@@ -1,11 +1,13 @@
 """Pre-flight checks: what the inventory alone shows is wrong, before any probe runs and without CUDA.
 
-Pure functions of an Environment; their rules (texts, library names, package pairs) are data in rules.toml,
-validated like known_issues.toml. Their findings appear with the inventory in every face.
+Functions of an Environment (and, for LD_LIBRARY_PATH, of the folders that variable names: the variable the
+probes inherit); their rules (texts, library names, package pairs) are data in rules.toml, validated like
+known_issues.toml and read once per process. Their findings appear with the inventory in every face.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -157,10 +159,15 @@ def load_rules(path: Path = RULES) -> tuple[Rule, ...]:
     return tuple(rules)
 
 
+@functools.cache
+def _shipped_rules() -> tuple[Rule, ...]:
+    return load_rules()
+
+
 def preflight(environment: Environment, rules: Sequence[Rule] | None = None) -> tuple[Finding, ...]:
     """Every pre-flight finding for this environment, in rule order."""
     findings = []
-    for rule in rules if rules is not None else load_rules():
+    for rule in rules if rules is not None else _shipped_rules():
         found = CHECKS[rule.check](environment, rule)
         if found is None:
             continue

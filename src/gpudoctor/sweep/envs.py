@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import sysconfig
 import time
 from collections.abc import Mapping, Sequence
@@ -19,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpudoctor.atomic import atomic_write
-from gpudoctor.cancel import CancelScope
+from gpudoctor.cancel import CancelScope, kill_group
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.inventory import package_versions, site_packages
 from gpudoctor.sweep.grid import Cell
 
 STAMP = "gpudoctor-cell.json"
@@ -87,25 +87,13 @@ def run_owned(
         try:
             stdout, stderr = process.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, 9)
+            kill_group(process.pid)
             stdout, stderr = process.communicate()
             return subprocess.CompletedProcess(list(argv), -9, stdout, stderr + f"\n(killed after {timeout_s:g} s)")
     if cancel.cancelled:
         raise Interrupted(cancel.reason)
     return subprocess.CompletedProcess(list(argv), process.returncode, stdout, stderr)
 
-
-_VERSIONS_SNIPPET = """
-import json, sys
-from importlib import metadata
-out = {}
-for name in sys.argv[1:]:
-    try:
-        out[name] = metadata.version(name)
-    except Exception:
-        out[name] = None
-print(json.dumps(out))
-"""
 
 _PATHS_SNIPPET = (
     "import json, sysconfig; "
@@ -114,28 +102,15 @@ _PATHS_SNIPPET = (
 
 
 def installed_versions(python: Path | str, names: Sequence[str]) -> dict[str, str | None]:
-    completed = subprocess.run(
-        [str(python), "-c", _VERSIONS_SNIPPET, *names], capture_output=True, text=True, timeout=120, check=False
-    )
-    if completed.returncode != 0:
+    """The versions really installed in a cell (all None when its interpreter cannot tell)."""
+    try:
+        return package_versions(str(python), names)
+    except GpuDoctorError:
         return dict.fromkeys(names)
-    data = json.loads(completed.stdout)
-    return {name: data.get(name) for name in names}
 
 
 def _env_python(env: Path) -> Path:
     return env / "bin" / "python"
-
-
-def _site_packages(python: Path) -> Path:
-    completed = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return Path(completed.stdout.strip())
 
 
 def _reason(text: str) -> str:
@@ -221,7 +196,7 @@ class EnvironmentBuilder:
                 [self.inherit, "-c", _PATHS_SNIPPET], capture_output=True, text=True, timeout=60, check=True
             )
             self._inherited_paths = json.loads(completed.stdout)
-        site = _site_packages(_env_python(env))
+        site = site_packages(str(_env_python(env)))
         atomic_write(site / INHERIT_PTH, "\n".join(self._inherited_paths) + "\n", mode=0o644)
 
 
@@ -235,4 +210,4 @@ def default_envs_dir() -> Path:
 
 def default_python() -> str:
     """The Python the cells run on by default: this interpreter's major.minor."""
-    return sysconfig.get_python_version() if sys.version_info else "3"
+    return sysconfig.get_python_version()

@@ -8,9 +8,10 @@ stopped sweep loses nothing that had ended.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -123,7 +124,7 @@ class Sweep:
 
         if not self.options.refresh and (kept := self.earlier(cell)) is not None:
             self._record(cell, kept)  # idempotent: the matrix counts each report once
-            return _replace_reused(kept)
+            return dataclasses.replace(kept, reused=True)
         started = time.monotonic()
         event("build")
         try:
@@ -222,12 +223,6 @@ def _since(started: float) -> float:
     return time.monotonic() - started
 
 
-def _replace_reused(result: CellResult) -> CellResult:
-    from dataclasses import replace
-
-    return replace(result, reused=True)
-
-
 def _summary(report: Report) -> str:
     problems = [r for r in report.results if r.outcome.is_problem]
     if not problems and not report.findings:
@@ -244,12 +239,12 @@ def sweep(
     return Sweep(options).run(on_event=on_event, cancel=cancel)
 
 
-def cell_table(grid: Grid, columns: Sequence[str] | None = None) -> list[list[str]]:
+def cell_table(grid: Grid) -> list[list[str]]:
     """The grid as rows of text: MAX down, torch across; each cell its status and finding ids."""
     torches = list(dict.fromkeys(r.cell.torch for r in grid.results))
     maxes = list(dict.fromkeys(r.cell.max for r in grid.results))
     by_cell = {(r.cell.torch, r.cell.max): r for r in grid.results}
-    table = [["max \\ torch", *(columns or torches)]]
+    table = [["max \\ torch", *torches]]
     for max_version in maxes:
         line = [max_version]
         for torch in torches:
