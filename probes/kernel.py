@@ -68,45 +68,129 @@ def describe(call):
     return call["op"] + suffix
 
 
-def compare(ctx, torch, call_index, call, outputs, reference):
-    """Each output against the CPU's; the first difference beyond tolerance fails the probe."""
-    for index, (actual, expected) in enumerate(zip(outputs, reference)):
-        what = "%s output %d (%s%s)" % (describe(call), index, call["outputs"][index]["dtype"], list(actual.shape))
-        if actual.shape != expected.shape:
-            ctx.detail("differs_from_cpu", True)
-            raise CheckFailed("%s: shape %s on %s, %s on the CPU" % (what, list(actual.shape), ctx.device, list(expected.shape)))
-        if actual.dtype.is_floating_point:
-            rtol, atol = _TOLERANCES.get(call["outputs"][index]["dtype"], (1e-4, 1e-5))
-            rtol = call.get("rtol") if call.get("rtol") is not None else rtol
-            atol = call.get("atol") if call.get("atol") is not None else atol
-            a, e = actual.to(torch.float64), expected.to(torch.float64)
-            close = torch.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
-            tolerance = "rtol=%g, atol=%g" % (rtol, atol)
+def _tolerance(torch, call, index):
+    rtol, atol = _TOLERANCES.get(call["outputs"][index]["dtype"], (1e-4, 1e-5))
+    rtol = call.get("rtol") if call.get("rtol") is not None else rtol
+    atol = call.get("atol") if call.get("atol") is not None else atol
+    return rtol, atol
+
+
+def difference(torch, call, index, actual, expected):
+    """None when ``actual`` matches ``expected`` within the dtype's tolerance, else a sentence saying how not."""
+    if tuple(actual.shape) != tuple(expected.shape):
+        return "shape %s, expected %s" % (list(actual.shape), list(expected.shape))
+    if actual.dtype.is_floating_point:
+        rtol, atol = _tolerance(torch, call, index)
+        a, e = actual.to(torch.float64), expected.to(torch.float64)
+        close = torch.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+        tolerance = "rtol=%g, atol=%g" % (rtol, atol)
+    else:
+        a, e = actual, expected.to(actual.dtype)
+        close = a == e
+        tolerance = "exact"
+    if bool(close.all()):
+        return None
+    bad = (~close).nonzero()
+    first = tuple(int(i) for i in bad[0])
+    diff = (a.to(torch.float64) - e.to(torch.float64)).abs()
+    diff = torch.where(close, torch.zeros_like(diff), diff)
+    return "%d of %d elements beyond %s; max abs diff %g; first at index %s: %r vs %r" % (
+        bad.shape[0],
+        actual.numel(),
+        tolerance,
+        float(diff.nan_to_num(float("inf")).max()),
+        first,
+        a[first].item(),
+        e[first].item(),
+    )
+
+
+def fill_value(torch, dtype):
+    """What outputs hold before the call, so that an output the kernel never writes is seen: NaN for floats,
+    the smallest value for integers; None for bool (no value is unlikely there)."""
+    if dtype.is_floating_point:
+        return float("nan")
+    if dtype == torch.bool:
+        return None
+    return torch.iinfo(dtype).min
+
+
+def unwritten(torch, tensor, fill):
+    """How many elements still hold the fill value."""
+    if fill is None:
+        return 0
+    if tensor.dtype.is_floating_point:
+        return int(torch.isnan(tensor).sum())
+    return int((tensor == fill).sum())
+
+
+def sanity(torch, call, inputs, outputs):
+    """What can be said of a result with nothing to compare it with: (detail, sentence) for the first output
+    that looks wrong, or None. Never written (still the fill value) or all zeros from inputs that are not."""
+    inputs_nonzero = any(bool((t != 0).any()) for t in inputs)
+    for index, tensor in enumerate(outputs):
+        what = "%s output %d (%s%s)" % (describe(call), index, call["outputs"][index]["dtype"], list(tensor.shape))
+        fill = fill_value(torch, tensor.dtype)
+        left = unwritten(torch, tensor, fill)
+        if left == tensor.numel():
+            return "output_unwritten", "%s was never written: every element still holds %r, the value gpudoctor " \
+                "filled it with before the call" % (what, fill)
+        if left:
+            return "output_unwritten", "%s: %d of %d elements still hold %r, the value gpudoctor filled it with " \
+                "before the call (not written, or the kernel computed %r there)" % (what, left, tensor.numel(), fill, fill)
+        if tensor.dtype != torch.bool and inputs_nonzero and tensor.numel() > 1 and not bool((tensor != 0).any()):
+            return "output_all_zero", "%s is all zeros though the inputs are not: the kernel looks like it " \
+                "computed nothing (if zeros are right, give a reference to check against)" % what
+    return None
+
+
+def reference_outputs(ctx, torch, call, inputs):
+    """The user's expected outputs for this call, computed on the CPU, or None when the call gives no reference."""
+    reference = call.get("reference")
+    if not reference:
+        return None
+    parameters = dict(call.get("parameters") or {})
+    cpu_inputs = [t.detach().to("cpu") for t in inputs]
+    try:
+        if reference.get("function"):
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location("gpudoctor_reference", reference["file"])
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            value = getattr(module, reference["function"])(*cpu_inputs, **parameters)
         else:
-            a, e = actual, expected
-            close = actual == expected
-            tolerance = "exact"
-        if bool(close.all()):
+            names = {"torch": torch, "inputs": cpu_inputs, "parameters": parameters}
+            names.update(("x%d" % i, t) for i, t in enumerate(cpu_inputs))
+            value = eval(reference["expression"], names)  # the user's own expression, from their spec
+    except Exception as error:
+        ctx.detail("reference_error", "%s: %s" % (type(error).__name__, error))
+        raise CheckFailed("the reference for %s raised %s: %s" % (describe(call), type(error).__name__, error))
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    if len(values) != len(call["outputs"]) or not all(isinstance(v, torch.Tensor) for v in values):
+        ctx.detail("reference_error", "returned %d value(s) for %d output(s)" % (len(values), len(call["outputs"])))
+        raise CheckFailed(
+            "the reference for %s must give one tensor per output (%d), got %r"
+            % (describe(call), len(call["outputs"]), type(value).__name__)
+        )
+    return [v.detach().to("cpu") for v in values]
+
+
+def check_against(ctx, torch, call, outputs, expected, against):
+    """Fail on the first output that differs from ``expected`` (the reference or the CPU's result)."""
+    for index, (actual, wanted) in enumerate(zip(outputs, expected)):
+        problem = difference(torch, call, index, actual, wanted)
+        if problem is None:
             continue
-        bad = (~close).nonzero()
-        first = tuple(int(i) for i in bad[0])
-        diff = (a.to(torch.float64) - e.to(torch.float64)).abs()
-        diff = torch.where(close, torch.zeros_like(diff), diff)
+        what = "%s output %d (%s%s)" % (describe(call), index, call["outputs"][index]["dtype"], list(actual.shape))
+        if against == "reference":
+            ctx.detail("differs_from_reference", True)
+            raise CheckFailed("%s on %s differs from your reference: %s" % (what, ctx.device, problem))
         ctx.detail("differs_from_cpu", True)
         raise CheckFailed(
-            "%s differs from the CPU result: %d of %d elements beyond %s; max abs diff %g; first at index %s: "
-            "%s %r vs cpu %r"
-            % (
-                what,
-                bad.shape[0],
-                actual.numel(),
-                tolerance,
-                float(diff.nan_to_num(float("inf")).max()),
-                first,
-                ctx.device,
-                actual[first].item(),
-                expected[first].item(),
-            )
+            "%s on %s differs from the CPU's result: %s (%s first, cpu second). Both results look plausible "
+            "(written, not all zeros), so nothing here says which side is wrong: give a reference to judge each"
+            % (what, ctx.device, problem, ctx.device)
         )
 
 
@@ -156,10 +240,15 @@ def main(ctx):
         found = ", ".join(sorted(registered)) or "none listed"
         return "%s compiles on %s; ops: %s (no calls given)" % (package.name, device, found)
 
-    results = []
+    results, suspect, checked = [], None, []
     for call_index, call in enumerate(calls):
         inputs = [make_tensor(torch, spec, i, call.get("values", "arange"), device) for i, spec in enumerate(call["inputs"])]
-        outputs = [torch.empty(tuple(s["shape"]), dtype=getattr(torch, s["dtype"]), device=device) for s in call["outputs"]]
+        outputs = []
+        for s in call["outputs"]:
+            dtype = getattr(torch, s["dtype"])
+            fill = fill_value(torch, dtype)
+            tensor = torch.empty(tuple(s["shape"]), dtype=dtype, device=device)
+            outputs.append(tensor.fill_(fill) if fill is not None else tensor.zero_())
         ctx.step("call %s on %s" % (describe(call), device))
         op = getattr(library, call["op"])
         if call.get("parameters"):
@@ -170,32 +259,58 @@ def main(ctx):
             torch.cuda.synchronize()
         outputs = [t.detach().to("cpu") for t in outputs]
         results.append(outputs)
+        expected = reference_outputs(ctx, torch, call, inputs)
+        if expected is not None:
+            ctx.step("check %s against the reference" % describe(call))
+            check_against(ctx, torch, call, outputs, expected, "reference")
+            checked.append("reference")
+        elif suspect is None:
+            suspect = sanity(torch, call, [t.detach().to("cpu") for t in inputs], outputs)
     if options.save:
+        # Saved before this run's own verdict, with that verdict: a GPU run compares with it only if it looks right.
         ctx.step("save the results to %s" % os.path.basename(options.save))
         os.makedirs(os.path.dirname(os.path.abspath(options.save)), exist_ok=True)
         partial = options.save + ".partial"
-        torch.save(results, partial)
+        torch.save({"results": results, "suspect": suspect[1] if suspect else None}, partial)
         os.replace(partial, options.save)
-    compared = False
-    if options.compare:
+    if suspect is not None:
+        ctx.detail(suspect[0], True)
+        raise CheckFailed(suspect[1])
+    compared, cpu_suspect = False, None
+    unchecked = [i for i, c in enumerate(calls) if not c.get("reference")]
+    if options.compare and unchecked:
         wait_for_cpu(ctx, options.cpu_done)
         if os.path.exists(options.compare):
-            ctx.step("compare with the CPU results")
-            reference = torch.load(options.compare)
-            for call_index, call in enumerate(calls):
-                compare(ctx, torch, call_index, call, results[call_index], reference[call_index])
-            compared = True
+            saved = torch.load(options.compare)
+            cpu_suspect = saved.get("suspect")
+            if cpu_suspect:
+                ctx.detail("cpu_result_suspect", cpu_suspect)
+            else:
+                ctx.step("compare with the CPU results")
+                for call_index in unchecked:
+                    check_against(ctx, torch, calls[call_index], results[call_index], saved["results"][call_index], "cpu")
+                compared = True
         else:
             ctx.detail("compare_missing", os.path.basename(options.compare))
     ctx.detail("compared_with_cpu", compared)
     what = ", ".join(describe(c) for c in calls)
-    return "%s ran on %s%s" % (what, device, " and matches the CPU" if compared else "")
+    if compared:
+        verdict = "results match the CPU's" + (" and your reference" if checked else "")
+    elif not unchecked:
+        verdict = "results match your reference"
+    else:
+        why = "the CPU's result looks wrong, so it is no reference: %s" % cpu_suspect if cpu_suspect else "no reference"
+        verdict = "ran; results not checked (%s; outputs were written and are not all zeros)" % why
+    ctx.detail("results_checked", "cpu" if compared else ("reference" if checked else "none"))
+    return "%s on %s: %s" % (what, device, verdict)
 
 
 def arguments(parser):
     parser.add_argument("--package", required=True, help="the Mojo package directory (with __init__.mojo)")
     parser.add_argument("--ops", nargs="*", help="op names to look up in the library")
-    parser.add_argument("--calls", help="JSON list of calls: op, outputs, inputs, parameters, values, rtol, atol")
+    parser.add_argument(
+        "--calls", help="JSON list of calls: op, outputs, inputs, parameters, values, rtol, atol, reference"
+    )
     parser.add_argument("--save", help="write the outputs here (torch.save) for a later --compare")
     parser.add_argument("--compare", help="compare the outputs with those saved by a CPU run")
     parser.add_argument("--cpu-done", help="a file the doctor creates when the CPU run ends (wait for it)")

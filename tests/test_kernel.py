@@ -258,11 +258,56 @@ def test_spec_file_calls_and_a_parameter_mismatch(tmp_path: Path) -> None:
     assert "supplied to custom op 'scale' does not exist in the corresponding Mojo code" in finding["evidence"][0]
 
 
+def test_a_cpu_branch_that_computes_nothing_is_not_a_pass_and_an_unchecked_run_says_so() -> None:
+    # The CPU branch of `double` is a placeholder returning zeros, as in a public conv1d kernel.
+    code, report = _kernel_json(str(KERNELS / "cpu_zeros"), "--op", "double", "--shape", "4x4", "--device", "cpu")
+    assert code == 1
+    result = _result(report, "kernel/cpu")
+    assert result["outcome"] == "fail" and result["details"]["output_all_zero"] is True
+    assert "double output 0 (float32[4, 4]) is all zeros though the inputs are not" in result["summary"]
+    assert _finding(report, "kernel-output-all-zero")["runs"] == ["kernel/cpu"]
+    # A kernel that does compute, with nothing to compare against, is said to be unchecked, not correct.
+    code, report = _kernel_json(str(CONTROL), "--op", "add_one", "--shape", "3x3", "--device", "cpu")
+    result = _result(report, "kernel/cpu")
+    assert code == 0 and result["outcome"] == "pass"
+    assert "ran; results not checked (no reference" in result["summary"]
+    assert result["details"]["results_checked"] == "none"
+
+
+def test_a_reference_judges_each_call_and_names_the_wrong_device(tmp_path: Path) -> None:
+    (tmp_path / "ref.py").write_text("def doubled(x):\n    return x * 2\n")
+    spec = tmp_path / "calls.toml"
+    spec.write_text(
+        '[[call]]\nop = "add_one"\nshape = [4, 4]\nreference = "x0 + 1"\n\n'
+        '[[call]]\nop = "add_one"\nshape = [3, 5]\nreference = "ref.py:doubled"\n'
+    )
+    code, report = _kernel_json(str(CONTROL), "--spec", str(spec), "--device", "cpu")
+    assert code == 1
+    result = _result(report, "kernel/cpu")
+    assert result["last_step"] == "check add_one against the reference"  # the first call matched its reference
+    assert result["details"]["differs_from_reference"] is True
+    assert "add_one output 0 (float32[3, 5]) on cpu differs from your reference: 14 of 15 elements" in result["summary"]
+    assert _finding(report, "kernel-differs-from-reference")["runs"] == ["kernel/cpu"]
+    assert report["kernel"]["calls"][0]["reference"] == {"expression": "x0 + 1"}
+    assert report["kernel"]["calls"][1]["reference"]["function"] == "doubled"
+    # A reference that raises is the reference's fault, and said so.
+    spec.write_text('[[call]]\nop = "add_one"\nshape = [2, 2]\nreference = "x0 + x1"\n')
+    code, report = _kernel_json(str(CONTROL), "--spec", str(spec), "--device", "cpu")
+    assert "the reference for add_one raised NameError" in _result(report, "kernel/cpu")["summary"]
+    assert _finding(report, "kernel-reference-fails")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["kernel", "/no/such/package"], "/no/such/package: no such file or directory"),
-        (["kernel", str(CONTROL), "--shape", "2x2"], "--shape, --dtype and --param need --op NAME"),
+        (["kernel", str(CONTROL), "--shape", "2x2"], "--shape, --dtype, --param and --reference need --op NAME"),
+        (
+            ["kernel", str(CONTROL), "--op", "add_one", "--reference", "x0 +"],
+            "the reference is not a Python expression",
+        ),
+        (["kernel", str(CONTROL), "--op", "add_one", "--reference", "nope.py:f"], "reference file 'nope.py' not found"),
+        (["kernel", str(CONTROL), "--op", "add_one", "--op", "scale", "--reference", "x0"], "give each its own"),
         (["kernel", str(CONTROL), "--op", "add_one", "--shape", "2xfour"], "--shape '2xfour': not a shape"),
         (["kernel", str(CONTROL), "--op", "add_one", "--shape", "2x2", "--param", "oops"], "write it as name=value"),
         (["kernel", str(CONTROL), "--op", "nope", "--shape", "2"], "no op 'nope' in the package"),
@@ -392,7 +437,7 @@ def test_a_gpu_style_run_waits_for_the_cpu_run_only_when_it_compares(tmp_path: P
     marker.touch()
     out, _ = waiting.communicate(timeout=120)
     assert waiting.returncode == 0
-    assert "PASS kernel/cpu: add_one ran on cpu and matches the CPU" in out
+    assert "PASS kernel/cpu: add_one on cpu: results match the CPU's" in out
     shutil.rmtree(scratch)
     by_hand = subprocess.run(
         [*probe, "--calls", calls, "--compare", str(reference), "--cpu-done", str(marker)],
@@ -400,4 +445,12 @@ def test_a_gpu_style_run_waits_for_the_cpu_run_only_when_it_compares(tmp_path: P
         text=True,
         timeout=120,
     )
-    assert by_hand.returncode == 0 and "PASS kernel/cpu: add_one ran on cpu\n" in by_hand.stdout
+    assert by_hand.returncode == 0 and "add_one on cpu: ran; results not checked (no reference" in by_hand.stdout
+    # A saved result that its own run found wrong (all zeros) is not used to judge another run.
+    zeros = [sys.executable, str(ROOT / "probes" / "kernel.py"), "--device", "cpu"]
+    zeros += ["--package", str(KERNELS / "cpu_zeros"), "--calls", calls.replace("add_one", "double")]
+    suspect = subprocess.run([*zeros, "--save", str(saved)], capture_output=True, text=True, timeout=300)
+    assert suspect.returncode != 0 and "is all zeros though the inputs are not" in suspect.stdout
+    judged = subprocess.run([*probe, "--calls", calls, "--compare", str(saved)], capture_output=True, text=True)
+    assert judged.returncode == 0, judged.stdout + judged.stderr[-2000:]
+    assert "results not checked (the CPU's result looks wrong, so it is no reference: double output 0" in judged.stdout

@@ -40,6 +40,12 @@ KERNEL_SPEC = ProbeSpec(
         "compare_missing",
         "compared_with_cpu",
         "differs_from_cpu",
+        "differs_from_reference",
+        "output_unwritten",
+        "output_all_zero",
+        "cpu_result_suspect",
+        "reference_error",
+        "results_checked",
     ),
 )
 
@@ -160,7 +166,14 @@ def cpu_done_marker(scratch: Path) -> Path:
 
 
 def kernel_section(package: Path, scan: PackageScan, calls: Sequence[KernelCall]) -> KernelSection:
-    return {"package": redact_text(str(package)), "scan": scan.to_dict(), "calls": [c.to_dict() for c in calls]}
+    shown = []
+    for call in calls:
+        entry = call.to_dict()
+        reference = entry.get("reference")
+        if reference and "file" in reference:
+            entry["reference"] = {"file": redact_text(reference["file"]), "function": reference["function"]}
+        shown.append(entry)
+    return {"package": redact_text(str(package)), "scan": scan.to_dict(), "calls": shown}
 
 
 def diagnose_kernel(

@@ -9,8 +9,12 @@ A spec file looks like::
     dtype = "float32"         # used where the signature leaves the dtype open (default float32)
     parameters = { factor = 3 }   # compile-time parameters: library.op[{...}]
     values = "arange"         # input values: arange (default), ones or random (seeded)
-    rtol = 1e-5               # CPU-vs-GPU tolerance (defaults depend on the dtype)
+    rtol = 1e-5               # tolerance of every comparison (defaults depend on the dtype)
     atol = 1e-6
+    reference = "x0 + 1"      # what the outputs should be: a Python expression over torch, x0, x1, ... (the
+                              # inputs, on the CPU), inputs and parameters; or "file.py:function", called as
+                              # function(*inputs, **parameters) (the file relative to this spec). One tensor, or a
+                              # tuple with one per output. Each device is judged against it.
     # outputs = [{ shape = [64, 64], dtype = "float32" }]   # optional, in signature order
     # inputs = [{ shape = [64, 64] }]
 """
@@ -27,7 +31,7 @@ from typing import Any
 import tomllib
 
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.model import KernelCallSpec, KernelTensorSpec
+from gpudoctor.model import KernelCallSpec, KernelReference, KernelTensorSpec
 from gpudoctor.mojoscan import OpInfo, PackageScan
 from gpudoctor.tomlcheck import checked_table
 
@@ -36,7 +40,9 @@ VALUES = ("arange", "ones", "random")
 MAX_ELEMENTS = 1 << 26  # per tensor; a diagnosis needs small tensors, not a benchmark
 MAX_CALLS = 64
 MAX_SPEC_BYTES = 256 * 1024
-_CALL_FIELDS = {"op", "shape", "dtype", "parameters", "values", "rtol", "atol", "outputs", "inputs"}
+_CALL_FIELDS = {"op", "shape", "dtype", "parameters", "values", "rtol", "atol", "outputs", "inputs", "reference"}
+MAX_REFERENCE_CHARS = 4000
+_REFERENCE_FUNCTION = re.compile(r"^(?P<file>[^\s:]+\.py):(?P<function>[A-Za-z_]\w*)$")
 _TENSOR_FIELDS = {"shape", "dtype"}
 _OP_NAME = re.compile(r"^[A-Za-z_][\w.]*$")
 
@@ -56,6 +62,48 @@ class TensorSpec:
 
 
 @dataclass(frozen=True)
+class Reference:
+    """What a call's outputs should be: a Python expression, or a function in a file (an absolute path)."""
+
+    expression: str | None = None
+    file: str | None = None
+    function: str | None = None
+
+    def to_dict(self) -> KernelReference:
+        if self.expression is not None:
+            return {"expression": self.expression}
+        return {"file": self.file or "", "function": self.function or ""}
+
+    def describe(self) -> str:
+        return self.expression if self.expression is not None else f"{Path(self.file or '').name}:{self.function}"
+
+
+def parse_reference(where: str, text: Any, base: Path | None = None) -> Reference:
+    """A reference as written (``"x0 + 1"`` or ``"ref.py:add_one"``, the file relative to ``base``); a usage
+    error when it is not a string, too long, not valid Python or names a file that is not there."""
+    if not isinstance(text, str) or not text.strip():
+        raise GpuDoctorError(f"{where}: a reference is a Python expression or file.py:function, as a string")
+    text = text.strip()
+    if len(text) > MAX_REFERENCE_CHARS:
+        raise GpuDoctorError(
+            f"{where}: the reference is longer than {MAX_REFERENCE_CHARS} characters; use file.py:function"
+        )
+    named = _REFERENCE_FUNCTION.match(text)
+    if named:
+        path = Path(named["file"])
+        if not path.is_absolute():
+            path = (base or Path.cwd()) / path
+        if not path.is_file():
+            raise GpuDoctorError(f"{where}: reference file {named['file']!r} not found (looked at {path})")
+        return Reference(file=str(path.absolute()), function=named["function"])
+    try:
+        compile(text, "<reference>", "eval")
+    except SyntaxError as error:
+        raise GpuDoctorError(f"{where}: the reference is not a Python expression: {error.msg} ({text!r})") from None
+    return Reference(expression=text)
+
+
+@dataclass(frozen=True)
 class KernelCall:
     """One call ``library.op[parameters](*outputs, *inputs)``, fully specified."""
 
@@ -66,9 +114,11 @@ class KernelCall:
     values: str = "arange"
     rtol: float | None = None
     atol: float | None = None
+    reference: Reference | None = None
 
     def to_dict(self) -> KernelCallSpec:
         return {
+            "reference": self.reference.to_dict() if self.reference else None,
             "op": self.op,
             "outputs": [t.to_dict() for t in self.outputs],
             "inputs": [t.to_dict() for t in self.inputs],
@@ -102,6 +152,7 @@ class CallRequest:
     atol: float | None = None
     outputs: tuple[TensorRequest, ...] | None = None
     inputs: tuple[TensorRequest, ...] | None = None
+    reference: Reference | None = None
     # --param given once for several --op: each op gets only the parameters its signature declares
     # (a parameter no scanned op declares still goes to every op, so MAX's own error shows).
     shared_parameters: bool = False
@@ -226,6 +277,11 @@ def load_spec(path: Path) -> list[CallRequest]:
                 atol=_tolerance(where, entry, "atol"),
                 outputs=_tensor_list(f"{where}: field 'outputs'", entry["outputs"]) if "outputs" in entry else None,
                 inputs=_tensor_list(f"{where}: field 'inputs'", entry["inputs"]) if "inputs" in entry else None,
+                reference=(
+                    parse_reference(f"{where}: field 'reference'", entry["reference"], path.parent)
+                    if "reference" in entry
+                    else None
+                ),
             )
         )
     return requests
@@ -304,6 +360,7 @@ def resolve_calls(requests: Sequence[CallRequest], scan: PackageScan) -> tuple[K
                 values=request.values,
                 rtol=request.rtol,
                 atol=request.atol,
+                reference=request.reference,
             )
         )
     return tuple(calls)

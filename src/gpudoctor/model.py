@@ -10,7 +10,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 SCHEMA_VERSION = 1
 
@@ -399,6 +399,12 @@ class KernelTensorSpec(TypedDict):
     dtype: str
 
 
+class KernelReference(TypedDict, total=False):
+    expression: str
+    file: str
+    function: str
+
+
 class KernelCallSpec(TypedDict):
     op: str
     outputs: list[KernelTensorSpec]
@@ -407,6 +413,7 @@ class KernelCallSpec(TypedDict):
     values: str
     rtol: float | None
     atol: float | None
+    reference: NotRequired[KernelReference | None]  # absent in reports before the reference existed
 
 
 class KernelSection(TypedDict):

@@ -27,6 +27,12 @@ def add_call_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup
     parser.add_argument("--dtype", choices=DTYPES, help="dtype where the signature leaves it open (default float32)")
     parser.add_argument("--param", action="append", metavar="NAME=VALUE", help="compile-time parameter (repeatable)")
     parser.add_argument("--values", choices=VALUES, default="arange", help="input values (default arange)")
+    parser.add_argument(
+        "--reference",
+        metavar="EXPR",
+        help="what the --op call's outputs should be: a Python expression over torch and x0, x1, ... (the inputs), "
+        "or file.py:function; each device is judged against it",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,18 +63,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def requests(options: argparse.Namespace) -> tuple[CallRequest, ...]:
-    from gpudoctor.kernelspec import CallRequest, load_spec, parse_parameter, parse_shape
+    from gpudoctor.kernelspec import CallRequest, load_spec, parse_parameter, parse_reference, parse_shape
 
     if options.spec is not None:
-        if options.shape or options.dtype or options.param:
-            raise GpuDoctorError("--shape, --dtype and --param go with --op; a spec file says them per call")
+        if options.shape or options.dtype or options.param or options.reference:
+            raise GpuDoctorError(
+                "--shape, --dtype, --param and --reference go with --op; a spec file says them per call"
+            )
         return tuple(load_spec(options.spec))
     if not options.op:
-        if options.shape or options.dtype or options.param:
-            raise GpuDoctorError("--shape, --dtype and --param need --op NAME")
+        if options.shape or options.dtype or options.param or options.reference:
+            raise GpuDoctorError("--shape, --dtype, --param and --reference need --op NAME")
         return ()
+    if options.reference and len(options.op) > 1:
+        raise GpuDoctorError(
+            "--reference describes one op's outputs; with several ops give each its own in a --spec file"
+        )
     shape = parse_shape(options.shape) if options.shape else None
     parameters = dict(parse_parameter(p) for p in options.param or ())
+    reference = parse_reference("--reference", options.reference) if options.reference else None
     return tuple(
         CallRequest(
             op=op,
@@ -77,6 +90,7 @@ def requests(options: argparse.Namespace) -> tuple[CallRequest, ...]:
             dtype=options.dtype,
             parameters=parameters,
             values=options.values,
+            reference=reference,
             shared_parameters=len(options.op) > 1,
         )
         for op in options.op

@@ -1,0 +1,1 @@
+# A package whose CPU branch is a placeholder that writes zeros (a deliberate bug).
