@@ -233,6 +233,19 @@ def test_kernel_written_for_old_mojo_gets_the_migration_hint() -> None:
     assert migration["evidence"] == ["kernel/cpu fail, matching \"unable to locate module 'compiler'\""]
     assert "from extensibility import register" in migration["fix"]
     assert "mojo precompile PATH -o /tmp/check.mojoc" in _finding(report, "kernel-does-not-compile")["fix"]
+    # The source check says what each generic diagnostic means, and where the package would compile.
+    source = _finding(report, "kernel-source-needs-another-release")["evidence"]
+    assert (
+        source[0]
+        == "source check: written for MAX 25.3.0 - 26.1.0; 8 line(s) are not accepted by the installed max 26.7.0"
+    )
+    assert any(
+        e.startswith("the compiler's \"copy_first.mojo:2: unable to locate module 'compiler'\" is `import compiler`")
+        for e in source
+    )
+    assert source[-1].startswith(
+        "to run it on the release it was written for: gpudoctor sweep --torch 2.13.0 --max 26.1.0"
+    )
 
 
 def test_folder_without_init_mojo_is_explained() -> None:

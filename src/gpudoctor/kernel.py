@@ -23,6 +23,7 @@ from gpudoctor.model import Device, Environment, KernelSection, ProbeResult, Pro
 from gpudoctor.mojoscan import PackageScan, scan_package
 from gpudoctor.redact import redact_text
 from gpudoctor.runner import ProbeInvocation
+from gpudoctor.source.check import SourceCheck, check_source
 from gpudoctor.suite import PlannedRun, ResultCallback, StartCallback, known_skip_reason, run_plan
 
 KERNEL_SPEC = ProbeSpec(
@@ -48,6 +49,9 @@ KERNEL_SPEC = ProbeSpec(
         "results_checked",
     ),
 )
+
+
+SOURCE_PACKAGES = ("max", "cuda-python", "cuda-core")  # whose releases the source rules follow
 
 
 @dataclass(frozen=True)
@@ -165,7 +169,9 @@ def cpu_done_marker(scratch: Path) -> Path:
     return scratch / "cpu-run-ended"
 
 
-def kernel_section(package: Path, scan: PackageScan, calls: Sequence[KernelCall]) -> KernelSection:
+def kernel_section(
+    package: Path, scan: PackageScan, calls: Sequence[KernelCall], source: SourceCheck | None = None
+) -> KernelSection:
     shown = []
     for call in calls:
         entry = call.to_dict()
@@ -173,7 +179,10 @@ def kernel_section(package: Path, scan: PackageScan, calls: Sequence[KernelCall]
         if reference and "file" in reference:
             entry["reference"] = {"file": redact_text(reference["file"]), "function": reference["function"]}
         shown.append(entry)
-    return {"package": redact_text(str(package)), "scan": scan.to_dict(), "calls": shown}
+    section: KernelSection = {"package": redact_text(str(package)), "scan": scan.to_dict(), "calls": shown}
+    if source is not None:
+        section["source"] = source.to_dict()
+    return section
 
 
 def diagnose_kernel(
@@ -190,6 +199,7 @@ def diagnose_kernel(
     calls = resolve_calls(options.requests, scan)
     python = resolve_python(options.python)
     environment = collect_environment(python, extra_packages=KERNEL_SPEC.needs_packages)
+    source = check_source(package, {name: environment.packages.get(name) for name in SOURCE_PACKAGES})
     with tempfile.TemporaryDirectory(prefix="gpudoctor-kernel-") as scratch:
         planned = plan_kernel(options, environment, scan, calls, Path(scratch))
         marker = cpu_done_marker(Path(scratch))
@@ -201,4 +211,6 @@ def diagnose_kernel(
                 on_result(result)
 
         results = run_plan(planned, jobs=options.jobs, on_start=on_start, on_result=heard, cancel=cancel)
-        return conclude(environment, results, planned, cancel=cancel, kernel=kernel_section(package, scan, calls))
+        return conclude(
+            environment, results, planned, cancel=cancel, kernel=kernel_section(package, scan, calls, source)
+        )

@@ -416,10 +416,30 @@ class KernelCallSpec(TypedDict):
     reference: NotRequired[KernelReference | None]  # absent in reports before the reference existed
 
 
+class SourceHitDict(TypedDict):
+    rule: str
+    file: str
+    line: int
+    text: str
+    package: str
+    accepted: str  # the releases of `package` that accept the construct (a specifier)
+    accepted_here: bool | None  # by the installed release; None when the package is not installed
+    rewrite: str
+
+
+class SourceCheckDict(TypedDict):
+    files: list[str]
+    installed: dict[str, str | None]
+    written_for: list[str]
+    conflicts: int
+    hits: list[SourceHitDict]
+
+
 class KernelSection(TypedDict):
     package: str
     scan: KernelScan
     calls: list[KernelCallSpec]
+    source: NotRequired[SourceCheckDict]  # the version-aware source check (absent in older reports)
 
 
 @dataclass(frozen=True)

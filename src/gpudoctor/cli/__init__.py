@@ -1,7 +1,7 @@
 """The command-line face: one module per subcommand, each parsing its options and rendering a Report.
 
 ``gpudoctor`` (doctor_command), ``gpudoctor kernel`` (kernel_command), ``gpudoctor matrix`` (matrix_command),
-``gpudoctor sweep`` (sweep_command), ``gpudoctor patch`` (patch_command).
+``gpudoctor sweep`` (sweep_command), ``gpudoctor patch`` (patch_command), ``gpudoctor scan`` (scan_command).
 Exit codes: 0 healthy, 1 a problem found, 2 bad input or usage, 130 interrupted, 143 terminated.
 """
 
@@ -28,6 +28,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         from gpudoctor.cli import patch_command
 
         return patch_command.run(argv[1:])
+    if argv[:1] == ["scan"]:
+        from gpudoctor.cli import scan_command
+
+        return scan_command.run(argv[1:])
     if argv[:1] == ["matrix"]:
         from gpudoctor.cli import matrix_command
 

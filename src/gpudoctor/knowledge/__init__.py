@@ -168,7 +168,52 @@ def _control_fails_with_kernel(report: Report) -> list[PredicateEvidence]:
     ]
 
 
+MAX_SOURCE_EVIDENCE = 12
+
+
+def _kernel_source_rejected(report: Report) -> list[PredicateEvidence]:
+    """Lines of the user's package that the installed MAX does not accept (the version-aware source check),
+    and the compiler diagnostics they explain."""
+    from gpudoctor.source.check import from_dict, translate
+    from gpudoctor.source.render import run_there_command
+
+    if not report.kernel or "source" not in report.kernel:
+        return []
+    check = from_dict(report.kernel["source"])
+    version = check.installed.get("max")
+    rejected = [h for h in check.rejected() if h.rule.package == "max"]
+    if not rejected or version is None:
+        return []
+    evidence: list[PredicateEvidence] = []
+    written = check.written_for_text()
+    evidence.append(
+        (
+            f"source check: written for {written or 'an unknown MAX release'}; {len(rejected)} line(s) are not "
+            f"accepted by the installed max {version}",
+            None,
+        )
+    )
+    explained = set()
+    for kernel, _ in _kernel_runs(report):
+        diagnostics = kernel.details.get("compile_errors")
+        if isinstance(diagnostics, list):
+            for translation in translate([str(d) for d in diagnostics], check):
+                evidence.append((translation.statement(), kernel.id))
+                explained.add(translation.hit)
+    rest = [hit for hit in rejected if hit not in explained]
+    evidence += [(hit.statement(version), None) for hit in rest[:MAX_SOURCE_EVIDENCE]]
+    if len(rest) > MAX_SOURCE_EVIDENCE:
+        evidence.append(
+            (f"... and {len(rest) - MAX_SOURCE_EVIDENCE} more line(s): gpudoctor scan PATH lists all", None)
+        )
+    command = run_there_command(check, Path(report.kernel["package"]), report.environment.packages.get("torch"))
+    if command:
+        evidence.append((f"to run it on the release it was written for: {command}", None))
+    return list(dict.fromkeys(evidence))
+
+
 PREDICATES: Mapping[str, Callable[[Report], list[PredicateEvidence]]] = {
+    "kernel_source_rejected": _kernel_source_rejected,
     "torch_cuda_newer_than_driver": _torch_cuda_newer_than_driver,
     "kernel_host_indexing": _kernel_host_indexing,
     "kernel_crashes_where_control_passes": _kernel_crashes_where_control_passes,
