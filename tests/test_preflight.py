@@ -64,11 +64,14 @@ def _h100_environment(**changes: object) -> Environment:
 
 def test_torch_built_for_a_newer_cuda_than_the_driver_supports() -> None:
     old_driver = Driver("ok", "535.104.05", "12.2", _h100_environment().driver.gpus)
-    (finding,) = preflight(_h100_environment(driver=old_driver, stack={"torch_cuda": "13.0"}))
+    finding, floor = preflight(_h100_environment(driver=old_driver, stack={"torch_cuda": "13.0"}))
     assert finding.id == "torch-cuda-newer-than-driver-preflight" and finding.severity == "problem"
+    assert floor.id == "driver-below-max-floor-preflight" and floor.severity == "notice"  # MAX 26.7 on 535
     assert finding.title == "torch was built for CUDA 13.0, newer than this driver supports (CUDA 12.2)"
     assert preflight(_h100_environment(stack={"torch_cuda": "13.0"})) == ()  # driver 580: CUDA 13.0
-    assert preflight(_h100_environment(driver=old_driver, stack={"torch_cuda": "12.1"})) == ()
+    assert [f.id for f in preflight(_h100_environment(driver=old_driver, stack={"torch_cuda": "12.1"}))] == [
+        "driver-below-max-floor-preflight"
+    ]
 
 
 def test_packages_of_different_releases_installed_together() -> None:
@@ -82,3 +85,91 @@ def test_the_rules_are_valid_data_and_name_real_checks() -> None:
     rules = load_rules()
     assert {r.check for r in rules} == set(CHECKS)
     assert len({r.id for r in rules}) == len(rules)
+
+
+# The /proc file as the NVIDIA driver writes it (proprietary and open module), and a maps line as the loader
+# writes it, for the NVML library the doctor loads; no NVIDIA driver exists here, so these come from files.
+PROC_PROPRIETARY = (
+    "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.124.06  Wed Feb 26 19:34:07 UTC 2025\n"
+    "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n"
+)
+PROC_OPEN = (
+    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.82.09  Release Build  (dvs-builder@U16-I3-B03-4-3)\n"
+)
+
+
+def test_kernel_module_and_library_versions_are_read_from_the_files_the_driver_writes(tmp_path: Path) -> None:
+    from gpudoctor.nvml import kernel_module_version, loaded_library_version
+
+    proc = tmp_path / "version"
+    proc.write_text(PROC_PROPRIETARY)
+    assert kernel_module_version(str(proc)) == "570.124.06"
+    proc.write_text(PROC_OPEN)
+    assert kernel_module_version(str(proc)) == "580.82.09"
+    assert kernel_module_version(str(tmp_path / "absent")) is None
+    library = tmp_path / "libnvidia-ml.so.570.124"
+    library.write_bytes(b"\x7fELF")
+    (tmp_path / "libnvidia-ml.so.1").symlink_to(library.name)  # as the driver installs it
+    maps = tmp_path / "maps"
+    maps.write_text(f"7f1c2a000000-7f1c2a100000 r-xp 00000000 08:01 1234  {tmp_path}/libnvidia-ml.so.1\n")
+    assert loaded_library_version(str(maps)) == "570.124"
+    assert loaded_library_version("/proc/self/maps") is None  # no NVML library on this machine
+
+
+def test_a_kernel_module_that_does_not_match_the_library_is_a_problem() -> None:
+    environment = _h100_environment()
+    stack = {**environment.stack, "kernel_module": "570.124.06", "nvml_library": "570.124"}
+    (finding,) = [f for f in preflight(dataclasses.replace(environment, stack=stack)) if "mismatch" in f.id]
+    assert (
+        finding.title
+        == "The loaded NVIDIA kernel module (570.124.06) and the user-space driver library (570.124) differ"
+    )
+    failed = dataclasses.replace(environment.driver, status="NVML error: Driver/library version mismatch")
+    (finding,) = [f for f in preflight(dataclasses.replace(environment, driver=failed)) if "mismatch" in f.id]
+    assert finding.evidence == ("NVML: NVML error: Driver/library version mismatch",)
+    same = {**environment.stack, "kernel_module": "580.159.04", "nvml_library": "580.159.04"}
+    assert not [f for f in preflight(dataclasses.replace(environment, stack=same)) if "mismatch" in f.id]
+
+
+def test_driver_below_the_max_floor_and_gpus_outside_the_arch_lists() -> None:
+    environment = _h100_environment()
+    old = dataclasses.replace(environment.driver, version="570.133.20", cuda_driver_version="12.8")
+    packages = {**environment.packages, "max": "26.7.0"}
+    found = {f.id: f for f in preflight(dataclasses.replace(environment, driver=old, packages=packages))}
+    assert (
+        "is reported to need NVIDIA driver 580 or newer; this driver is 570.133.20"
+        in found["driver-below-max-floor-preflight"].title
+    )
+    assert "driver-below-max-floor-preflight" not in {
+        f.id for f in preflight(dataclasses.replace(environment, driver=old, packages={**packages, "max": "25.6.0"}))
+    }
+
+    # An RTX 5090 (sm_120) under torch 2.6.0+cu124, a GTX 1080 Ti (sm_61) under torch 2.9.1+cu128, an RTX 4090
+    # (sm_89) under 2.6.0+cu124 (sm_86 code runs there), an H100 under MAX 26.7 and a Pascal GPU under MAX 26.7.
+    def gpus(name: str, capability: str) -> Driver:
+        gpu = dataclasses.replace(environment.driver.gpus[0], name=name, compute_capability=capability)
+        return dataclasses.replace(environment.driver, gpus=(gpu,))
+
+    def ids(driver: Driver, torch: str, cuda: str, max_version: str | None = None) -> dict[str, str]:
+        stack = {**environment.stack, "torch_cuda": cuda}
+        packs = {**environment.packages, "torch": torch, "max": max_version}
+        return {
+            f.id: f.title
+            for f in preflight(dataclasses.replace(environment, driver=driver, stack=stack, packages=packs))
+        }
+
+    blackwell = ids(gpus("NVIDIA GeForce RTX 5090", "12.0"), "2.6.0+cu124", "12.4")
+    assert (
+        blackwell["gpu-arch-not-in-torch-build-preflight"]
+        == "torch 2.6.0+cu124 has no kernels for the NVIDIA GeForce RTX 5090 (sm_120)"
+    )
+    assert "gpu-arch-not-in-torch-build-preflight" in ids(gpus("GTX 1080 Ti", "6.1"), "2.9.1+cu128", "12.8")
+    assert "gpu-arch-not-in-torch-build-preflight" not in ids(gpus("RTX 4090", "8.9"), "2.6.0+cu124", "12.4")
+    assert "gpu-arch-not-in-torch-build-preflight" not in ids(
+        gpus("H100", "9.0"), "2.11.0+cu130", "13.0"
+    )  # no row: silent
+    pascal = ids(gpus("Tesla P100", "6.0"), "2.6.0+cu124", "12.4", "26.7.0")
+    assert pascal["gpu-older-than-mojo-toolchain-preflight"].startswith(
+        "The Tesla P100 (sm_60) is older than what max 26.7.0"
+    )
+    assert "gpu-older-than-mojo-toolchain-preflight" not in ids(gpus("H100", "9.0"), "2.6.0+cu124", "12.4", "26.7.0")

@@ -18,7 +18,7 @@ from typing import Any
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Environment, Platform
-from gpudoctor.nvml import query_driver
+from gpudoctor.nvml import driver_files, query_driver
 from gpudoctor.redact import redact_text
 
 # Distribution names, as pip knows them, whose versions decide whether a custom op works.
@@ -280,9 +280,11 @@ def collect_environment(python: str | None = None, extra_packages: Iterable[str]
     )
     env_vars = {name: redact_text(os.environ[name]) for name in ENV_VARS if name in os.environ}
     mojo = find_mojo_cli(python)
+    driver = query_driver()  # loads NVML's library, whose version driver_files reads from this process's maps
+    stack = {**stack, **{k: v for k, v in driver_files().items() if v is not None}}
     return Environment(
         platform=host,
-        driver=query_driver(),
+        driver=driver,
         packages=packages,
         env_vars=env_vars,
         python_executable=redact_text(python),

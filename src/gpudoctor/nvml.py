@@ -5,6 +5,8 @@ Every NVML call that can fail (NotSupported, NoPermission, MIG, no driver) leave
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -49,6 +51,41 @@ def _gpu(pynvml: Any, index: int) -> Gpu:
         memory_total_mib=None if memory is None else int(memory.total) // (1024 * 1024),
         mig_mode=None if mig is None else bool(mig[0]),
     )
+
+
+_KERNEL_MODULE = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
+_NVML_LIBRARY = re.compile(r"libnvidia-ml\.so\.(\d+\.\d+(?:\.\d+)?)$")
+
+
+def kernel_module_version(path: str = "/proc/driver/nvidia/version") -> str | None:
+    """The loaded NVIDIA kernel module's version, from its /proc file; None without one."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(4096)
+    except OSError:
+        return None
+    found = _KERNEL_MODULE.search(text)
+    return found.group(1) if found else None
+
+
+def loaded_library_version(maps: str = "/proc/self/maps") -> str | None:
+    """The version of the user-space NVML library this process loaded (libnvidia-ml.so.<version>, the file
+    the .so.1 link points at); None when it is not loaded or not named by version."""
+    try:
+        with open(maps, encoding="utf-8", errors="replace") as handle:
+            paths = {line.split()[-1] for line in handle if "libnvidia-ml.so" in line}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        found = _NVML_LIBRARY.search(os.path.basename(os.path.realpath(path)))
+        if found:
+            return found.group(1)
+    return None
+
+
+def driver_files() -> dict[str, str | None]:
+    """The kernel module's and the NVML library's versions, for the pre-flight check that compares them."""
+    return {"kernel_module": kernel_module_version(), "nvml_library": loaded_library_version()}
 
 
 def query_driver() -> Driver:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from gpudoctor.errors import GpuDoctorError
@@ -23,7 +24,14 @@ from gpudoctor.tomlcheck import checked_table, read_toml, string_list
 RULES = Path(__file__).with_name("rules.toml")
 _FIELDS = {
     "id", "check", "severity", "title", "explanation", "fix", "references", "libraries", "same_version", "same_major",
+    "table",
 }  # fmt: skip
+# The keys each check reads from its rule's [[rule.table]] rows (all strings, `archs` a list of strings).
+_TABLE_KEYS: Mapping[str, set[str]] = {
+    "driver_floor": {"package", "versions", "driver", "cuda", "source"},
+    "torch_arch_list": {"torch", "cuda", "archs", "source"},
+    "toolchain_min_capability": {"package", "versions", "capability", "source"},
+}
 
 
 @dataclass(frozen=True)
@@ -109,7 +117,125 @@ def mixed_generations(environment: Environment, rule: Rule) -> Found | None:
     return {"pairs": "; ".join(pairs), "max": str(packages.get("max") or "X")}, pairs
 
 
+def driver_vs_library(environment: Environment, rule: Rule) -> Found | None:
+    """The loaded kernel module and the user-space NVML library must be one driver release."""
+    module, library = environment.stack.get("kernel_module"), environment.stack.get("nvml_library")
+    status = environment.driver.status
+    if "mismatch" in status.lower():
+        evidence = [f"NVML: {status}"]
+        evidence += [f"/proc/driver/nvidia/version: kernel module {module}"] if module else []
+        evidence += [f"user-space library: libnvidia-ml.so.{library}"] if library else []
+        return {"module": str(module or "?"), "library": str(library or "?")}, evidence
+    if module and library and str(module) != str(library):
+        evidence = [f"/proc/driver/nvidia/version: kernel module {module}", f"loaded: libnvidia-ml.so.{library}"]
+        return {"module": str(module), "library": str(library)}, evidence
+    return None
+
+
+def _contains(versions: str, version: str | None) -> bool:
+    parsed = _version(version)
+    try:
+        return parsed is not None and SpecifierSet(versions).contains(parsed, prereleases=True)
+    except InvalidSpecifier:
+        return False
+
+
+def driver_floor(environment: Environment, rule: Rule) -> Found | None:
+    """A package release that needs a newer driver than this one (the rule's table: package, versions, driver)."""
+    driver = _version(environment.driver.version)
+    if driver is None:
+        return None
+    for row in rule.data.get("table", ()):
+        installed = environment.packages.get(row["package"])
+        floor = _version(row["driver"])
+        if floor is None or not _contains(row["versions"], installed) or driver.release[:1] >= floor.release[:1]:
+            continue
+        values = {
+            "package": row["package"], "installed": str(installed), "floor": row["driver"],
+            "cuda": row.get("cuda", "?"), "driver": str(environment.driver.version),
+        }  # fmt: skip
+        evidence = [
+            f"{row['package']} {installed} ({row['versions']}) needs driver >= {row['driver']}: {row['source']}",
+            f"NVML: driver {environment.driver.version}",
+        ]
+        return values, evidence
+    return None
+
+
+def _sm(capability: str) -> tuple[int, int] | None:
+    parts = capability.split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+def _runs_on(archs: Sequence[str], capability: tuple[int, int]) -> bool:
+    """Whether code built for ``archs`` (sm_80, ...) runs on a GPU of ``capability``: same major, minor not
+    above the GPU's (SASS is compatible within a major version)."""
+    for arch in archs:
+        digits = arch.removeprefix("sm_").rstrip("a")
+        if digits.isdigit() and len(digits) >= 2:
+            major, minor = int(digits[:-1]), int(digits[-1])
+            if major == capability[0] and minor <= capability[1]:
+                return True
+    return False
+
+
+def torch_arch_list(environment: Environment, rule: Rule) -> Found | None:
+    """A GPU whose architecture the installed torch build has no kernels for (the rule's table of arch lists,
+    each recorded from torch._C._cuda_getArchFlags() of a real wheel or stated by PyTorch)."""
+    torch, torch_cuda = environment.packages.get("torch"), environment.stack.get("torch_cuda")
+    if not torch or not torch_cuda:
+        return None
+    row = next(
+        (r for r in rule.data.get("table", ()) if _contains(r["torch"], torch) and r["cuda"] == str(torch_cuda)),
+        None,
+    )
+    if row is None:
+        return None
+    for gpu in environment.driver.gpus:
+        capability = _sm(gpu.compute_capability or "")
+        if capability is None or _runs_on(row["archs"], capability):
+            continue
+        sm = f"sm_{capability[0]}{capability[1]}"
+        values = {"gpu": gpu.name or f"GPU {gpu.index}", "sm": sm, "torch": str(torch), "archs": " ".join(row["archs"])}
+        evidence = [
+            f"NVML: {values['gpu']} has compute capability {gpu.compute_capability} ({sm})",
+            f"torch {torch} (CUDA {torch_cuda}) carries kernels for {values['archs']} ({row['source']})",
+        ]
+        return values, evidence
+    return None
+
+
+def toolchain_min_capability(environment: Environment, rule: Rule) -> Found | None:
+    """A GPU older than what the installed MAX's Mojo toolchain can still compile for."""
+    for row in rule.data.get("table", ()):
+        installed = environment.packages.get(row["package"])
+        least = _sm(row["capability"])
+        if least is None or not _contains(row["versions"], installed):
+            continue
+        for gpu in environment.driver.gpus:
+            capability = _sm(gpu.compute_capability or "")
+            if capability is None or capability >= least:
+                continue
+            values = {
+                "gpu": gpu.name or f"GPU {gpu.index}", "sm": f"sm_{capability[0]}{capability[1]}",
+                "package": row["package"], "installed": str(installed), "least": row["capability"],
+            }  # fmt: skip
+            evidence = [
+                f"NVML: {values['gpu']} has compute capability {gpu.compute_capability}",
+                f"{row['package']} {installed} ({row['versions']}) compiles for {row['capability']} and newer: "
+                f"{row['source']}",
+            ]
+            return values, evidence
+    return None
+
+
 CHECKS: Mapping[str, Callable[[Environment, Rule], Found | None]] = {
+    "driver_vs_library": driver_vs_library,
+    "driver_floor": driver_floor,
+    "torch_arch_list": torch_arch_list,
+    "toolchain_min_capability": toolchain_min_capability,
     "torch_cuda_vs_driver": torch_cuda_vs_driver,
     "shadowing_libraries": shadowing_libraries,
     "shadowed_modules": shadowed_modules,
@@ -123,6 +249,36 @@ def _pair_list(where: str, value: Any) -> tuple[tuple[str, str], ...]:
     ):
         raise GpuDoctorError(f"{where}: must be a list of [name, name] pairs")
     return tuple((p[0], p[1]) for p in value)
+
+
+def _table(where: str, check: str, rows: Any) -> tuple[dict[str, Any], ...]:
+    """A check's [[rule.table]] rows: every key it reads present, strings (``archs`` a list of strings)."""
+    keys = _TABLE_KEYS.get(check, set())
+    if not isinstance(rows, list) or (rows and not keys):
+        raise GpuDoctorError(f"{where}: field 'table' must be a list of tables, and only for checks that read one")
+    out = []
+    for n, raw in enumerate(rows):
+        here = f"{where}: table row #{n + 1}"
+        row = checked_table(here, raw, keys)
+        for key in sorted(keys - {"cuda"} if check == "driver_floor" else keys):
+            value = row.get(key)
+            ok = (
+                isinstance(value, list) and all(isinstance(v, str) for v in value)
+                if key == "archs"
+                else isinstance(value, str)
+            )
+            if not ok:
+                raise GpuDoctorError(
+                    f"{here}: field {key!r} must be {'a list of strings' if key == 'archs' else 'a string'}"
+                )
+        for key in ("versions", "torch"):
+            if key in row:
+                try:
+                    SpecifierSet(row[key])
+                except InvalidSpecifier:
+                    raise GpuDoctorError(f"{here}: field {key!r} is not a version specifier") from None
+        out.append(dict(row))
+    return tuple(out)
 
 
 def load_rules(path: Path = RULES) -> tuple[Rule, ...]:
@@ -144,6 +300,7 @@ def load_rules(path: Path = RULES) -> tuple[Rule, ...]:
         extra: dict[str, Any] = {"libraries": string_list(where, entry, "libraries")}
         for key in ("same_version", "same_major"):
             extra[key] = _pair_list(f"{where}: field {key!r}", entry.get(key, []))
+        extra["table"] = _table(where, entry["check"], entry.get("table", []))
         rules.append(
             Rule(
                 id=entry["id"],
