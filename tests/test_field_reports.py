@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 
 import pytest
 from conftest import ROOT
@@ -66,6 +68,13 @@ QUOTED = {
     "max-cuda-illegal-address": (
         "graph-op", Outcome.FAIL, "RuntimeError: CUDA call failed: CUDA_ERROR_ILLEGAL_ADDRESS"
     ),
+    "cuda-core-1x-renamed-calls": (
+        "cuda-graph-arg-lifetime", Outcome.FAIL,
+        "AttributeError: 'System' object has no attribute 'get_driver_version'",
+    ),
+    "mojo-fn-removed-format": (
+        "kernel", Outcome.FAIL, "error: cannot format repro.mojo: Cannot parse: 1:3: fn bar():"
+    ),
 }  # fmt: skip
 
 
@@ -97,8 +106,36 @@ def test_the_customop_segfault_report_matches_a_crash_in_model_execute() -> None
     assert "max-customop-library-cuda-segv" not in {f.id for f in match_findings(crash, list(ISSUES.values()))}
 
 
+def test_the_macos_pin_report_matches_only_the_max_it_was_about() -> None:
+    text = "MAX Engine will crash when attempting to load your model"
+    report = _report_with("max-import", Outcome.CRASH, text, signal="SIGSEGV")
+    then = dataclasses.replace(report, environment=dataclasses.replace(
+        report.environment, packages={**report.environment.packages, "max": "24.4.0"}))  # fmt: skip
+    assert "max-torch-macos-pin" in {f.id for f in match_findings(then, list(ISSUES.values()))}
+    assert "max-torch-macos-pin" not in {f.id for f in match_findings(report, list(ISSUES.values()))}
+
+
+# Reproduced here: the real packages raise the real error in a fresh interpreter, as a probe would see it.
+REPRODUCED = {
+    "dlpack-stream-semantics": "import torch\ntorch.ones(2).__dlpack__(stream=2)\n",
+    "max-graph-tensor-type-needs-device": (
+        "from max.dtype import DType\nfrom max.graph import TensorType\nTensorType(DType.float32, [2])\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("issue_id", sorted(REPRODUCED))
+def test_field_reports_reproduced_with_the_real_packages(issue_id: str) -> None:
+    done = subprocess.run([sys.executable, "-c", REPRODUCED[issue_id]], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr[-2000:]
+    error = done.stderr.strip().splitlines()[-1]
+    findings = {f.id for f in match_findings(_report_with("dlpack", Outcome.FAIL, error), list(ISSUES.values()))}
+    assert issue_id in findings, (error, sorted(findings))
+    assert ISSUES[issue_id].shown == "reproduced here"
+
+
 def test_every_field_entry_names_its_public_source_and_how_it_was_shown() -> None:
     field = [issue for issue in ISSUES.values() if issue.shown is not None]
-    assert len(field) >= 13
+    assert len(field) >= 18
     for issue in field:
         assert issue.references and all(r.startswith("https://") for r in issue.references), issue.id
