@@ -16,10 +16,12 @@ from pathlib import Path
 
 from gpudoctor import __version__
 from gpudoctor.cancel import CancelScope
-from gpudoctor.catalog import default_probe_dir, load_catalog
+from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.inventory import collect_environment
 from gpudoctor.knowledge import load_known_issues, match_findings
+from gpudoctor.matrix.query import pin_options
+from gpudoctor.matrix.schema import Row
 from gpudoctor.model import Device, Environment, Finding, KernelSection, Outcome, ProbeResult, ProbeSpec, Report
 from gpudoctor.patches import PATCH_FILES_ENV, PATCH_MODULES, patch_file
 from gpudoctor.preflight import preflight
@@ -53,6 +55,8 @@ class DoctorOptions:
     jobs: int = field(default_factory=default_jobs)
     timeout_s: float | None = None
     run_probes: bool = True
+    matrix: Path | None = None  # where "what should I pin?" looks (default: matrix.default_matrix_dir)
+    advice: bool = True  # add that answer to a report with problems
 
 
 def resolve_python(python: str | None) -> str:
@@ -180,8 +184,7 @@ def carry_on_with_patches(
     given = {r.id: r for r in report.results if r.id not in again}
     results = run_plan(patched_plan, jobs=jobs, on_start=on_start, on_result=announce, cancel=cancel, given=given)
     merged = [
-        _labelled(result, label) if result.id in blocked else (report.result(result.id) or result)
-        for result in results
+        _labelled(result, label) if result.id in blocked else (report.result(result.id) or result) for result in results
     ]
     carried = make_report(report.environment, merged, kernel=report.kernel)
     earlier = {f.id: f for f in report.findings}
@@ -239,9 +242,54 @@ def diagnose(
     if on_plan is not None:
         on_plan(environment, planned)
     results = run_plan(planned, jobs=options.jobs, on_start=on_start, on_result=on_result, cancel=cancel)
-    return conclude(
+    report = conclude(
         environment, results, planned, cancel=cancel, jobs=options.jobs, on_start=on_start, on_result=on_result
     )
+    return with_pin_advice(report, options, specs)
+
+
+PIN_FINDING = "pin-nearest-passing"
+
+
+def pin_advice(report: Report, rows: Sequence[Row], known: Iterable[str]) -> Finding | None:
+    """ "What should I pin?": the nearest passing environments of the matrix on this machine, as a finding."""
+    options = pin_options(report, rows, known)
+    if not options:
+        return None
+    best = options[0]
+    evidence = tuple(
+        f"{o.change_text()}: matrix row {o.row.file_name} passes all {len(o.row.results)} probes "
+        f"(here {', '.join(o.fixes)} {'fails' if len(o.fixes) == 1 else 'fail'})"
+        for o in options
+    )
+    patched = [f for f in report.findings if f.patch and f.patch_verified]
+    fix = "; or ".join(" and ".join(o.commands()) for o in options[:2] if o.commands())
+    if patched:
+        fix += f"; or stay and apply the verified patch: gpudoctor patch install {patched[0].patch}"
+    return Finding(
+        id=PIN_FINDING,
+        title=f"What to pin: {best.change_text()} reaches an environment where every probe passes",
+        evidence=evidence,
+        explanation="The matrix's passing environments on this machine (same GPU, OS and architecture) that "
+        "differ from this one only in what can be installed, fewest changes first; each passes the probes that "
+        "fail here. `gpudoctor matrix near` shows every nearby row and what changing one thing did.",
+        fix=fix or "Install the versions named above.",
+        severity="notice",
+    )
+
+
+def with_pin_advice(report: Report, options: DoctorOptions, specs: Sequence[ProbeSpec]) -> Report:
+    """The report with the pin advice added when it has problems and a matrix can be read (else unchanged)."""
+    if not options.advice or not any(r.outcome.is_problem for r in report.results):
+        return report
+    from gpudoctor.matrix import MatrixError, MatrixStore, default_matrix_dir
+
+    try:
+        rows = MatrixStore(default_matrix_dir(options.matrix, writing=False)).load()
+    except (MatrixError, GpuDoctorError):
+        return report  # no matrix here: nothing to compare with
+    advice = pin_advice(report, rows, run_ids(specs))
+    return report if advice is None else dataclasses.replace(report, findings=(*report.findings, advice))
 
 
 def dependents(planned: Sequence[PlannedRun], run_ids: Iterable[str]) -> list[str]:
@@ -278,9 +326,8 @@ def rerun(
     given = {r.id: r for r in report.results if r.id not in again}
     if on_plan is not None:
         on_plan(report.environment, planned)
-    results = run_plan(
-        planned, jobs=options.jobs, on_start=on_start, on_result=on_result, cancel=cancel, given=given
-    )
-    return conclude(
+    results = run_plan(planned, jobs=options.jobs, on_start=on_start, on_result=on_result, cancel=cancel, given=given)
+    again_report = conclude(
         report.environment, results, planned, cancel=cancel, jobs=options.jobs, on_start=on_start, on_result=on_result
     )
+    return with_pin_advice(again_report, options, specs)

@@ -1,0 +1,68 @@
+""" "What should I pin?": the nearest passing environments of the committed matrix, for recorded sweep reports
+of real environments, in every face a report has."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from conftest import ROOT, validate_report
+
+from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
+from gpudoctor.doctor import DoctorOptions, pin_advice, with_pin_advice
+from gpudoctor.matrix import MatrixStore
+from gpudoctor.model import Report
+from gpudoctor.render import to_markdown, to_text
+
+SWEEP = ROOT / "tests" / "fixtures" / "sweep-cpu"
+ROWS = MatrixStore(ROOT / "matrix").load()
+KNOWN = run_ids(load_catalog(default_probe_dir()))
+
+
+def _cell(torch: str, max_version: str) -> Report:
+    return Report.from_dict(json.loads((SWEEP / f"py3.11_torch-{torch}_max-{max_version}.json").read_text()))
+
+
+def test_torch_2_6_with_max_26_7_is_told_the_smallest_torch_step_or_the_verified_patch() -> None:
+    advice = pin_advice(_cell("2.6.0", "26.7.0"), ROWS, KNOWN)
+    assert advice is not None and advice.severity == "notice"
+    assert advice.title == "What to pin: torch 2.6.0 → 2.9.1 reaches an environment where every probe passes"
+    assert advice.evidence[0].startswith("torch 2.6.0 → 2.9.1: matrix row cpu_torch-2.9.1_max-26.7.0_")
+    assert "(here max-import fails)" in advice.evidence[0]
+    assert advice.fix.startswith("pip install 'torch==2.9.1'; or pip install 'torch==2.13.0+cpu'")
+    assert advice.fix.endswith("or stay and apply the verified patch: gpudoctor patch install float8-e8m0fnu-alias")
+
+
+def test_an_old_max_is_told_the_nearest_release_that_passes_and_a_passing_stack_gets_no_advice() -> None:
+    advice = pin_advice(_cell("2.13.0", "25.3.0"), ROWS, KNOWN)
+    assert advice is not None and advice.title.startswith("What to pin: max 25.3.0 → 25.5.0 reaches")
+    assert advice.fix == "pip install 'max==25.5.0'; or pip install 'max==25.6.0'"
+    assert pin_advice(_cell("2.13.0", "26.7.0"), ROWS, KNOWN) is None
+
+
+def test_only_rows_of_the_same_machine_are_offered() -> None:
+    report = _cell("2.6.0", "26.7.0")
+    elsewhere = dataclasses.replace(
+        report,
+        environment=dataclasses.replace(
+            report.environment, platform=dataclasses.replace(report.environment.platform, machine="aarch64")
+        ),  # fmt: skip
+    )
+    assert pin_advice(elsewhere, ROWS, KNOWN) is None  # every committed row is x86_64
+
+
+def test_the_advice_reaches_every_face(tmp_path: Path) -> None:
+    report = with_pin_advice(
+        _cell("2.6.0", "26.7.0"), DoctorOptions(matrix=ROOT / "matrix"), load_catalog(default_probe_dir())
+    )
+    assert report.findings[-1].id == "pin-nearest-passing"
+    document = report.to_dict()
+    validate_report(document)
+    assert document["findings"][-1]["title"].startswith("What to pin: torch 2.6.0 → 2.9.1")
+    assert "What to pin: torch 2.6.0 → 2.9.1" in to_text(report)
+    assert "What to pin: torch 2.6.0 → 2.9.1" in to_markdown(report)
+    unread = with_pin_advice(
+        _cell("2.6.0", "26.7.0"), DoctorOptions(matrix=tmp_path), load_catalog(default_probe_dir())
+    )
+    assert "pin-nearest-passing" not in {f.id for f in unread.findings}  # no matrix there: no advice, no error
