@@ -47,7 +47,7 @@ def test_only_rows_of_the_same_machine_are_offered() -> None:
         report,
         environment=dataclasses.replace(
             report.environment, platform=dataclasses.replace(report.environment.platform, machine="aarch64")
-        ),  # fmt: skip
+        ),
     )
     assert pin_advice(elsewhere, ROWS, KNOWN) is None  # every committed row is x86_64
 
