@@ -62,9 +62,6 @@ QUOTED = {
     "dlpack-keyword-skew": (
         "dlpack", Outcome.FAIL, "TypeError: Tensor.__dlpack__() got an unexpected keyword argument 'dl_device'"
     ),
-    "mojo-keyword-churn": (
-        "kernel", Outcome.FAIL, 'conv1d.mojo:80:12: error: expected argument name\n        out: OutputTensor[rank=1],'
-    ),
     "max-cuda-illegal-address": (
         "graph-op", Outcome.FAIL, "RuntimeError: CUDA call failed: CUDA_ERROR_ILLEGAL_ADDRESS"
     ),

@@ -14,6 +14,9 @@ import pytest
 from conftest import ROOT, TESTS, run_cli
 
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.inventory import collect_environment
+from gpudoctor.knowledge import load_known_issues, match_findings
+from gpudoctor.model import Device, Outcome, ProbeResult, Report
 from gpudoctor.source import check_source, load_rules, shipped_rules, translate
 from gpudoctor.source.check import changes_between
 
@@ -114,6 +117,18 @@ def test_the_real_compilers_generic_diagnostics_are_translated(tmp_path: Path) -
     )
     assert "not accepted since max 26.2; write: var x: T" in said["mojo-owned"]
     assert check.written_for == ("25.3.0", "25.4.0", "25.5.0", "25.6.0", "25.6.1", "25.7.0", "26.1.0")
+    # The same real diagnostic, as a kernel run reports it, is the field report mojo-keyword-churn reproduced.
+    result = ProbeResult(
+        id="kernel/cpu", probe="kernel", device=Device.CPU, outcome=Outcome.FAIL, duration_s=1.0,
+        summary="CompileFailed: the Mojo compiler rejected pkg", message=" | ".join(diagnostics),
+    )  # fmt: skip
+    environment = collect_environment()
+    report = Report(
+        doctor_version="test", created="2026-11-23T00:00:00+00:00", environment=environment, results=(result,)
+    )
+    issue = next(i for i in load_known_issues() if i.id == "mojo-keyword-churn")
+    assert issue.shown == "reproduced here"
+    assert "mojo-keyword-churn" in {f.id for f in match_findings(report, [issue])}
 
 
 def test_scan_command_faces_and_exit_codes() -> None:
