@@ -68,7 +68,7 @@ def describe(call):
     return call["op"] + suffix
 
 
-def _tolerance(torch, call, index):
+def _tolerance(call, index):
     rtol, atol = _TOLERANCES.get(call["outputs"][index]["dtype"], (1e-4, 1e-5))
     rtol = call.get("rtol") if call.get("rtol") is not None else rtol
     atol = call.get("atol") if call.get("atol") is not None else atol
@@ -80,7 +80,7 @@ def difference(torch, call, index, actual, expected):
     if tuple(actual.shape) != tuple(expected.shape):
         return "shape %s, expected %s" % (list(actual.shape), list(expected.shape))
     if actual.dtype.is_floating_point:
-        rtol, atol = _tolerance(torch, call, index)
+        rtol, atol = _tolerance(call, index)
         a, e = actual.to(torch.float64), expected.to(torch.float64)
         close = torch.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
         tolerance = "rtol=%g, atol=%g" % (rtol, atol)
@@ -103,6 +103,11 @@ def difference(torch, call, index, actual, expected):
         a[first].item(),
         e[first].item(),
     )
+
+
+def output_label(call, index, tensor):
+    """``add_one output 0 (float32[4, 4])``: how a message names one output of a call."""
+    return "%s output %d (%s%s)" % (describe(call), index, call["outputs"][index]["dtype"], list(tensor.shape))
 
 
 def fill_value(torch, dtype):
@@ -129,7 +134,7 @@ def sanity(torch, call, inputs, outputs):
     that looks wrong, or None. Never written (still the fill value) or all zeros from inputs that are not."""
     inputs_nonzero = any(bool((t != 0).any()) for t in inputs)
     for index, tensor in enumerate(outputs):
-        what = "%s output %d (%s%s)" % (describe(call), index, call["outputs"][index]["dtype"], list(tensor.shape))
+        what = output_label(call, index, tensor)
         fill = fill_value(torch, tensor.dtype)
         left = unwritten(torch, tensor, fill)
         if left == tensor.numel():
@@ -144,13 +149,13 @@ def sanity(torch, call, inputs, outputs):
     return None
 
 
-def reference_outputs(ctx, torch, call, inputs):
-    """The user's expected outputs for this call, computed on the CPU, or None when the call gives no reference."""
+def reference_outputs(ctx, torch, call, cpu_inputs):
+    """The user's expected outputs for this call, computed on the CPU (``cpu_inputs``: the call's inputs there),
+    or None when the call gives no reference."""
     reference = call.get("reference")
     if not reference:
         return None
     parameters = dict(call.get("parameters") or {})
-    cpu_inputs = [t.detach().to("cpu") for t in inputs]
     try:
         if reference.get("function"):
             import importlib.util
@@ -182,7 +187,7 @@ def check_against(ctx, torch, call, outputs, expected, against):
         problem = difference(torch, call, index, actual, wanted)
         if problem is None:
             continue
-        what = "%s output %d (%s%s)" % (describe(call), index, call["outputs"][index]["dtype"], list(actual.shape))
+        what = output_label(call, index, actual)
         if against == "reference":
             ctx.detail("differs_from_reference", True)
             raise CheckFailed("%s on %s differs from your reference: %s" % (what, ctx.device, problem))
@@ -259,13 +264,14 @@ def main(ctx):
             torch.cuda.synchronize()
         outputs = [t.detach().to("cpu") for t in outputs]
         results.append(outputs)
-        expected = reference_outputs(ctx, torch, call, inputs)
+        cpu_inputs = [t.detach().to("cpu") for t in inputs]
+        expected = reference_outputs(ctx, torch, call, cpu_inputs)
         if expected is not None:
             ctx.step("check %s against the reference" % describe(call))
             check_against(ctx, torch, call, outputs, expected, "reference")
             checked.append("reference")
         elif suspect is None:
-            suspect = sanity(torch, call, [t.detach().to("cpu") for t in inputs], outputs)
+            suspect = sanity(torch, call, cpu_inputs, outputs)
     if options.save:
         # Saved before this run's own verdict, with that verdict: a GPU run compares with it only if it looks right.
         ctx.step("save the results to %s" % os.path.basename(options.save))

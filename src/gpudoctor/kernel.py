@@ -51,9 +51,6 @@ KERNEL_SPEC = ProbeSpec(
 )
 
 
-SOURCE_PACKAGES = ("max", "cuda-python", "cuda-core")  # whose releases the source rules follow
-
-
 @dataclass(frozen=True)
 class KernelOptions:
     package: Path
@@ -199,7 +196,7 @@ def diagnose_kernel(
     calls = resolve_calls(options.requests, scan)
     python = resolve_python(options.python)
     environment = collect_environment(python, extra_packages=KERNEL_SPEC.needs_packages)
-    source = check_source(package, {name: environment.packages.get(name) for name in SOURCE_PACKAGES})
+    source = check_source(package, environment.packages)
     with tempfile.TemporaryDirectory(prefix="gpudoctor-kernel-") as scratch:
         planned = plan_kernel(options, environment, scan, calls, Path(scratch))
         marker = cpu_done_marker(Path(scratch))

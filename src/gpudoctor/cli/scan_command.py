@@ -37,6 +37,7 @@ def run(argv: Sequence[str]) -> int:
     from gpudoctor.inventory import package_versions
     from gpudoctor.source.check import check_source
     from gpudoctor.source.render import run_there_command, source_markdown, source_text
+    from gpudoctor.source.rules import shipped_rules
 
     options = build_parser().parse_args(argv)
     if not options.path.exists():
@@ -49,7 +50,7 @@ def run(argv: Sequence[str]) -> int:
     python = options.python or sys.executable
     if options.python is not None and not Path(options.python).is_file():
         raise GpuDoctorError(f"--python {options.python!r}: no such interpreter")
-    installed = package_versions(python, ("max", "cuda-python", "cuda-core", "torch"))
+    installed = package_versions(python, (*shipped_rules().packages, "torch"))
     torch = installed.pop("torch", None)
     if options.max is not None:
         installed["max"] = options.max

@@ -112,8 +112,8 @@ def source_files(root: Path) -> Iterator[tuple[Path, str]]:
             yield Path(folder) / name, language
 
 
-def _is_comment(line: str, language: str) -> bool:
-    return line.lstrip().startswith("#")
+def _is_comment(line: str) -> bool:
+    return line.lstrip().startswith("#")  # Mojo and Python alike
 
 
 def _read(path: Path) -> str | None:
@@ -146,7 +146,7 @@ def find_hits(root: Path, rules: Sequence[SourceRule]) -> tuple[tuple[str, ...],
                 start = match.start() + (len(match.group()) - len(match.group().lstrip("\n")))
                 number = text.count("\n", 0, start) + 1
                 line = lines[number - 1] if number <= len(lines) else ""
-                if _is_comment(line, language):
+                if _is_comment(line):
                     continue
                 mine.append(SourceHit(rule, relative, number, line.strip()[:MAX_LINE_CHARS]))
         mine = list({(hit.rule.id, hit.line): hit for hit in mine}.values())  # one per rule and line
@@ -174,8 +174,7 @@ def check_source(root: Path, installed: Mapping[str, str | None], book: RuleBook
     book = book or shipped_rules()
     files, hits = find_hits(root, book.rules)
     written_for, conflicts = estimate_release(hits, book.releases)
-    packages = sorted({rule.package for rule in book.rules})
-    return SourceCheck(files, hits, {p: installed.get(p) for p in packages}, written_for, conflicts)
+    return SourceCheck(files, hits, {p: installed.get(p) for p in book.packages}, written_for, conflicts)
 
 
 def changes_between(check: SourceCheck, release: str, target: str) -> tuple[SourceHit, ...]:
@@ -189,14 +188,12 @@ def changes_between(check: SourceCheck, release: str, target: str) -> tuple[Sour
 class Translation:
     """A compiler diagnostic and the construct that explains it."""
 
-    diagnostic: str
+    message: str  # the diagnostic's message, without its file:line:col
     hit: SourceHit
     version: str
 
     def statement(self) -> str:
-        rule, where = self.hit.rule, f"{self.hit.file}:{self.hit.line}"
-        found = _DIAGNOSTIC.match(self.diagnostic)
-        said = f"{where}: {found['message']}" if found else self.diagnostic
+        rule, said = self.hit.rule, f"{self.hit.file}:{self.hit.line}: {self.message}"
         return (
             f'the compiler\'s "{said}" is `{self.hit.text}`: {rule.construct}, {rule.changed_in(self.version)}; '
             f"write: {rule.rewrite}"
@@ -221,7 +218,7 @@ def translate(diagnostics: Sequence[str], check: SourceCheck) -> tuple[Translati
         by_message = [h for h in mine if any(p.search(message) for p in h.rule.errors)]
         explained = at_line[:1] or by_message[:1]
         if explained:
-            out.append(Translation(diagnostic.strip()[:300], explained[0], version))
+            out.append(Translation(message[:300], explained[0], version))
     return tuple(out)
 
 

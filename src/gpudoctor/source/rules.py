@@ -90,6 +90,11 @@ class RuleBook:
     rules: tuple[SourceRule, ...]
     releases: tuple[str, ...]
 
+    @property
+    def packages(self) -> tuple[str, ...]:
+        """The packages whose installed releases the rules are checked against."""
+        return tuple(sorted({rule.package for rule in self.rules}))
+
 
 def load_rules(path: Path = RULES) -> RuleBook:
     """Every rule of ``path``; a malformed rule is an error naming the file, the rule and the field."""
