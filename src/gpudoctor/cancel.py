@@ -13,6 +13,16 @@ import signal
 import threading
 from collections.abc import Iterator
 
+from gpudoctor.errors import GpuDoctorError
+
+
+class Cancelled(GpuDoctorError):
+    """Work its cancel scope stopped before it had anything to keep (where there is a partial result, work
+    returns it instead of raising)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason, exit_code=130)
+
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
     """Signal a whole process group; a group that is already gone is not an error."""

@@ -5,17 +5,20 @@ Read from ``catalog.toml`` beside the scripts; a malformed entry is an error nam
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Device, ProbeSpec
-from gpudoctor.tomlcheck import checked_table, string_list
+from gpudoctor.tomlcheck import checked_table, read_toml, string_list, whole_number
 
 CATALOG_FILE = "catalog.toml"
+MAX_CATALOG_BYTES = 256 * 1024
+MAX_TIMEOUT_S = 24 * 3600.0  # a probe that needs more than a day is not a probe
+_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 _FIELDS = {"id", "script", "title", "stage", "devices", "needs", "after", "timeout_s", "args", "details"}
 
 
@@ -41,27 +44,44 @@ def default_kernel_dir() -> Path:
     raise GpuDoctorError("gpudoctor's kernels are missing from this installation", hint="reinstall gpudoctor")
 
 
+def _script(where: str, script: str, probe_dir: Path) -> str:
+    """The script path, which must name a regular file inside the probe folder."""
+    relative = Path(script)
+    if relative.is_absolute() or ".." in relative.parts:
+        raise GpuDoctorError(f"{where}: field 'script' must be a path inside the probe folder, not {script!r}")
+    path = probe_dir / relative
+    if not path.exists():
+        raise GpuDoctorError(f"{where}: field 'script' names {script!r}, which does not exist")
+    if not path.is_file():
+        raise GpuDoctorError(f"{where}: field 'script' names {script!r}, which is not a file")
+    return script
+
+
 def _spec(where: str, entry: Any, probe_dir: Path) -> ProbeSpec:
     entry = checked_table(where, entry, _FIELDS)
     for key in ("id", "script", "title"):
-        if not isinstance(entry.get(key), str) or not entry[key]:
+        if not isinstance(entry.get(key), str) or not entry[key].strip():
             raise GpuDoctorError(f"{where}: field {key!r} must be a non-empty string")
+    if not _ID.fullmatch(entry["id"]):
+        raise GpuDoctorError(f"{where}: field 'id' must be lower-case letters, digits, '.', '_' or '-' (at most 64)")
     where = f"{where} ({entry['id']})"
-    if not (probe_dir / entry["script"]).is_file():
-        raise GpuDoctorError(f"{where}: field 'script' names {entry['script']!r}, which does not exist")
+    script = _script(where, entry["script"], probe_dir)
     try:
         devices = tuple(Device(d) for d in string_list(where, entry, "devices")) or (Device.NONE,)
     except ValueError as error:
         raise GpuDoctorError(f"{where}: field 'devices': {error}") from error
-    stage = entry.get("stage", 0)
+    stage = whole_number(f"{where}: field 'stage'", entry.get("stage", 0), 0, 99)
     timeout = entry.get("timeout_s", 300)
-    if not isinstance(stage, int) or isinstance(stage, bool):
-        raise GpuDoctorError(f"{where}: field 'stage' must be an integer")
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-        raise GpuDoctorError(f"{where}: field 'timeout_s' must be a positive number")
+    if (
+        not isinstance(timeout, int | float)
+        or isinstance(timeout, bool)
+        or not math.isfinite(timeout)
+        or not 0 < timeout <= MAX_TIMEOUT_S
+    ):
+        raise GpuDoctorError(f"{where}: field 'timeout_s' must be seconds, above 0 and at most {MAX_TIMEOUT_S:g}")
     return ProbeSpec(
         id=entry["id"],
-        script=entry["script"],
+        script=script,
         title=entry["title"],
         stage=stage,
         devices=devices,
@@ -75,13 +95,13 @@ def _spec(where: str, entry: Any, probe_dir: Path) -> ProbeSpec:
 
 def load_catalog(probe_dir: Path) -> tuple[ProbeSpec, ...]:
     """Every probe declared in ``probe_dir/catalog.toml``, validated."""
+    if not probe_dir.is_dir():
+        problem = "does not exist" if not probe_dir.exists() else "is not a folder"
+        raise GpuDoctorError(f"{probe_dir}: {problem}", hint="point --probes at a folder holding catalog.toml")
     path = probe_dir / CATALOG_FILE
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise GpuDoctorError(f"{path}: no probe catalog here", hint="point --probes at a probe folder") from error
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise GpuDoctorError(f"{path}: not valid TOML: {error}") from error
+    if not path.exists():
+        raise GpuDoctorError(f"{path}: no probe catalog here", hint="point --probes at a probe folder")
+    data = read_toml(path, MAX_CATALOG_BYTES)
     entries = data.get("probe", [])
     if not isinstance(entries, list):
         raise GpuDoctorError(f"{path}: 'probe' must be an array of tables ([[probe]])")

@@ -8,8 +8,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
-import shutil
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +16,7 @@ from gpudoctor import __version__
 from gpudoctor.cancel import CancelScope
 from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.interpreter import resolve_python
 from gpudoctor.inventory import collect_environment
 from gpudoctor.knowledge import load_known_issues, match_findings
 from gpudoctor.matrix.query import pin_options
@@ -57,16 +56,6 @@ class DoctorOptions:
     run_probes: bool = True
     matrix: Path | None = None  # where "what should I pin?" looks (default: matrix.default_matrix_dir)
     advice: bool = True  # add that answer to a report with problems
-
-
-def resolve_python(python: str | None) -> str:
-    """An absolute path to the interpreter to examine, or a usage error naming what was wrong."""
-    if python is None:
-        return sys.executable
-    found = shutil.which(python) if "/" not in python else python
-    if found is None or not Path(found).is_file():
-        raise GpuDoctorError(f"--python {python!r}: no such interpreter", hint="give the path to a python executable")
-    return str(Path(found).absolute())
 
 
 def make_report(
@@ -232,12 +221,14 @@ def diagnose(
     """
     python = resolve_python(options.python)
     if not options.run_probes:
-        environment = collect_environment(python)
+        environment = collect_environment(python, cancel=cancel)
         if on_plan is not None:
             on_plan(environment, [])
         return make_report(environment)
     specs = load_catalog(probe_directory(options))
-    environment = collect_environment(python, extra_packages=(n for s in specs for n in s.needs_packages))
+    environment = collect_environment(
+        python, extra_packages=(n for s in specs for n in s.needs_packages), cancel=cancel
+    )
     planned = plan(options, environment, specs)
     if on_plan is not None:
         on_plan(environment, planned)

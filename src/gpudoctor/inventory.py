@@ -10,13 +10,14 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gpudoctor.cancel import CancelScope
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.interpreter import ask, check_cpython
 from gpudoctor.model import Environment, Platform
 from gpudoctor.nvml import driver_files, query_driver
 from gpudoctor.redact import redact_text
@@ -111,7 +112,9 @@ def stack_facts():
 """
 
 # Runs inside the examined interpreter: metadata only, compatible with old Pythons, prints one JSON line.
-_REMOTE_SNIPPET = _STACK_SOURCE + """
+_REMOTE_SNIPPET = (
+    _STACK_SOURCE
+    + """
 import json, platform, sys
 try:
     from importlib import metadata
@@ -132,6 +135,7 @@ print(json.dumps({
     "stack": stack_facts(),
 }))
 """
+)
 
 
 def _local_stack_facts() -> dict[str, Any]:
@@ -169,25 +173,13 @@ def _local_packages(names: tuple[str, ...]) -> dict[str, str | None]:
     return versions
 
 
-def _remote_facts(python: str, names: tuple[str, ...]) -> dict[str, object]:
-    """Python version and package versions as the interpreter at ``python`` sees them."""
-    try:
-        completed = subprocess.run(
-            [python, "-c", _REMOTE_SNIPPET, json.dumps(names)],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise GpuDoctorError(
-            f"cannot run the interpreter {python!r}: {error}", hint="pass --python a working Python"
-        ) from error
-    if completed.returncode != 0:
-        last = (completed.stderr.strip().splitlines() or ["no output"])[-1]
-        raise GpuDoctorError(f"the interpreter {python!r} failed to start: {last}")
-    facts: dict[str, object] = json.loads(completed.stdout.strip().splitlines()[-1])
+def _remote_facts(python: str, names: tuple[str, ...], cancel: CancelScope | None = None) -> dict[str, Any]:
+    """Python version and package versions as the interpreter at ``python`` sees them (a CPython 3, or a
+    usage error saying what it is instead)."""
+    facts = ask(python, _REMOTE_SNIPPET, json.dumps(names), cancel=cancel)
+    check_cpython(python, facts)
+    if not isinstance(facts.get("packages"), dict):
+        raise GpuDoctorError(f"--python {redact_text(python)}: its answer lacks the package versions")
     return facts
 
 
@@ -198,24 +190,6 @@ def package_versions(python: str, names: Sequence[str]) -> dict[str, str | None]
     raw = _remote_facts(python, tuple(names))["packages"]
     assert isinstance(raw, dict)
     return {str(k): (None if v is None else str(v)) for k, v in raw.items()}
-
-
-def site_packages(python: str) -> Path:
-    """The site-packages folder (purelib) of the interpreter at ``python``; a usage error saying what went wrong."""
-    try:
-        completed = subprocess.run(
-            [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError) as error:
-        raise GpuDoctorError(f"--python {python}: cannot ask it for its site-packages ({error})") from error
-    site = Path(completed.stdout.strip())
-    if not site.is_dir():
-        raise GpuDoctorError(f"--python {python}: its site-packages {site} is not a folder")
-    return site
 
 
 def _os_release() -> str | None:
@@ -249,10 +223,13 @@ def find_mojo_cli(python: str) -> str | None:
     return shutil.which("mojo")
 
 
-def collect_environment(python: str | None = None, extra_packages: Iterable[str] = ()) -> Environment:
+def collect_environment(
+    python: str | None = None, extra_packages: Iterable[str] = (), cancel: CancelScope | None = None
+) -> Environment:
     """The inventory of this machine and of the interpreter ``python`` (default: the doctor's own).
 
-    ``extra_packages`` adds distributions to look up beyond PACKAGES (what the probe catalog needs).
+    ``extra_packages`` adds distributions to look up beyond PACKAGES (what the probe catalog needs); ``cancel``
+    stops the question put to another interpreter (raising Cancelled).
     """
     python = python or sys.executable
     names = PACKAGES + tuple(n for n in dict.fromkeys(extra_packages) if n not in PACKAGES)
@@ -262,7 +239,7 @@ def collect_environment(python: str | None = None, extra_packages: Iterable[str]
         implementation = platform.python_implementation()
         stack = _redacted_stack(_local_stack_facts())
     else:
-        facts = _remote_facts(python, names)
+        facts = _remote_facts(python, names, cancel)
         raw = facts["packages"]
         assert isinstance(raw, dict)
         packages = {str(k): (None if v is None else str(v)) for k, v in raw.items()}

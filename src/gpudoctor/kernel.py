@@ -14,8 +14,9 @@ from pathlib import Path
 
 from gpudoctor.cancel import CancelScope
 from gpudoctor.catalog import default_probe_dir, load_catalog
-from gpudoctor.doctor import conclude, default_jobs, resolve_python
+from gpudoctor.doctor import conclude, default_jobs
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.interpreter import resolve_python
 from gpudoctor.inventory import collect_environment
 from gpudoctor.kernelspec import CallRequest, KernelCall, resolve_calls
 from gpudoctor.knowledge import CONTROL_PROBE, KERNEL_PROBE
@@ -195,7 +196,7 @@ def diagnose_kernel(
     scan = scan_package(package)
     calls = resolve_calls(options.requests, scan)
     python = resolve_python(options.python)
-    environment = collect_environment(python, extra_packages=KERNEL_SPEC.needs_packages)
+    environment = collect_environment(python, extra_packages=KERNEL_SPEC.needs_packages, cancel=cancel)
     source = check_source(package, environment.packages)
     with tempfile.TemporaryDirectory(prefix="gpudoctor-kernel-") as scratch:
         planned = plan_kernel(options, environment, scan, calls, Path(scratch))

@@ -28,12 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import KernelCallSpec, KernelReference, KernelTensorSpec
 from gpudoctor.mojoscan import OpInfo, PackageScan
-from gpudoctor.tomlcheck import checked_table
+from gpudoctor.tomlcheck import checked_table, read_toml
 
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool")
 VALUES = ("arange", "ones", "random")
@@ -237,16 +235,7 @@ def _tensor_list(where: str, value: Any) -> tuple[TensorRequest, ...]:
 
 def load_spec(path: Path) -> list[CallRequest]:
     """The calls in a spec file; a malformed file is an error naming the file, the call and the field."""
-    try:
-        if path.stat().st_size > MAX_SPEC_BYTES:
-            raise GpuDoctorError(f"{path}: larger than {MAX_SPEC_BYTES // 1024} KiB; a kernel spec is a few lines")
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise GpuDoctorError(f"{path}: cannot read: {error.strerror or error}") from error
-    except UnicodeDecodeError:
-        raise GpuDoctorError(f"{path}: not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as error:
-        raise GpuDoctorError(f"{path}: not valid TOML: {error}") from error
+    data = read_toml(path, MAX_SPEC_BYTES)
     unknown = set(data) - {"call"}
     if unknown:
         raise GpuDoctorError(f"{path}: unknown top-level key {sorted(unknown)[0]!r} (a spec holds [[call]] tables)")

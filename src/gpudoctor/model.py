@@ -494,8 +494,11 @@ class Report:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Report:
+        version = data["schema_version"]
+        if version != SCHEMA_VERSION or isinstance(version, bool):
+            raise ValueError(f"schema version {version!r}; this gpudoctor reads version {SCHEMA_VERSION}")
         return cls(
-            schema_version=int(data["schema_version"]),
+            schema_version=SCHEMA_VERSION,
             doctor_version=str(data["doctor_version"]),
             created=str(data["created"]),
             environment=Environment.from_dict(data["environment"]),

@@ -6,20 +6,19 @@ stderr, and the structured result read from a side-channel file. Nothing a probe
 
 from __future__ import annotations
 
-import collections
 import os
 import shlex
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from gpudoctor.cancel import CancelScope, kill_group
+from gpudoctor.capture import TailReader
 from gpudoctor.crashinfo import fatal_error, faulthandler_frames, signal_name, traceback_tail
 from gpudoctor.model import Device, Frame, Outcome, ProbeResult, ProbeSpec
 from gpudoctor.protocol import (
@@ -33,38 +32,11 @@ from gpudoctor.protocol import (
     decode,
 )
 from gpudoctor.redact import redact_text, redact_tree
+from gpudoctor.textfile import read_prefix
 
 CAPTURE_LIMIT = 64 * 1024  # bytes kept from the end of each of stdout and stderr
+RESULT_FILE_LIMIT = 16 * 1024 * 1024
 _DUMP_GRACE_S = 1.0
-
-
-class _TailReader(threading.Thread):
-    """Drains a pipe to its end, keeping only the last ``limit`` bytes, so a chatty probe never blocks."""
-
-    def __init__(self, stream: IO[bytes], limit: int) -> None:
-        super().__init__(daemon=True)
-        self._stream = stream
-        self._limit = limit
-        self._chunks: collections.deque[bytes] = collections.deque()
-        self._size = 0
-        self.total = 0
-
-    def run(self) -> None:
-        while chunk := os.read(self._stream.fileno(), 65536):
-            self.total += len(chunk)
-            self._chunks.append(chunk)
-            self._size += len(chunk)
-            while self._size - len(self._chunks[0]) >= self._limit:
-                self._size -= len(self._chunks.popleft())
-        self._stream.close()
-
-    def text(self) -> str:
-        data = b"".join(self._chunks)[-self._limit :]
-        # Probes may print anything, invalid UTF-8 included; keep it readable rather than fail.
-        text = data.decode("utf-8", errors="replace")
-        if self.total > len(data):
-            text = f"[... {self.total - len(data)} earlier bytes dropped ...]\n" + text
-        return text
 
 
 @dataclass(frozen=True)
@@ -98,10 +70,9 @@ class ProbeInvocation:
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
-    try:
-        return decode(path.read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        return []
+    """The probe's side-channel events (at most the first RESULT_FILE_LIMIT bytes: a probe cannot flood us)."""
+    data = read_prefix(path, RESULT_FILE_LIMIT)
+    return decode(data.decode("utf-8", errors="replace")) if data else []
 
 
 def skipped_result(invocation: ProbeInvocation, reason: str) -> ProbeResult:
@@ -175,7 +146,7 @@ def run_probe(invocation: ProbeInvocation, cancel: CancelScope | None = None) ->
                 message=redact_text(str(error)),
             )
         assert process.stdout is not None and process.stderr is not None
-        readers = [_TailReader(process.stdout, CAPTURE_LIMIT), _TailReader(process.stderr, CAPTURE_LIMIT)]
+        readers = [TailReader(process.stdout, CAPTURE_LIMIT), TailReader(process.stderr, CAPTURE_LIMIT)]
         for reader in readers:
             reader.start()
         owner = cancel if cancel is not None else CancelScope()

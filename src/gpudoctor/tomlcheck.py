@@ -6,8 +6,6 @@ Every error names where it happened and the field, as a GpuDoctorError (or the s
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Set
 from pathlib import Path
 from typing import Any
@@ -16,32 +14,14 @@ import tomllib
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.render import CONTROL_CHARS
+from gpudoctor.textfile import read_text
 
 
 def read_toml(path: Path, limit_bytes: int, error: type[GpuDoctorError] = GpuDoctorError) -> dict[str, Any]:
-    """A regular file of at most ``limit_bytes``, read as UTF-8 TOML; anything else raises ``error``.
-
-    Only regular files are opened (never a FIFO or a device that could block or never end), and no more than
-    the limit is read even if the file grows meanwhile.
-    """
+    """A regular file of at most ``limit_bytes``, read as UTF-8 TOML; anything else raises ``error``."""
+    text = read_text(path, limit_bytes, error)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as failure:
-        raise error(f"{path}: cannot read: {failure.strerror or failure}") from failure
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise error(f"{path}: not a regular file")
-        data = os.read(fd, limit_bytes + 1)
-    except OSError as failure:
-        raise error(f"{path}: cannot read: {failure.strerror or failure}") from failure
-    finally:
-        os.close(fd)
-    if len(data) > limit_bytes:
-        raise error(f"{path}: larger than {limit_bytes // 1024} KiB")
-    try:
-        return tomllib.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise error(f"{path}: not UTF-8 text") from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as failure:
         raise error(f"{path}: not valid TOML: {failure}") from failure
 

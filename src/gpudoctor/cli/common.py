@@ -9,15 +9,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
-from gpudoctor.cancel import CancelScope
+from gpudoctor.cancel import Cancelled, CancelScope
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import ProbeResult, Report
+from gpudoctor.textfile import read_text
 
 EXIT_OK = 0
 EXIT_PROBLEM = 1
@@ -25,24 +28,79 @@ EXIT_USAGE = 2
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
+MAX_SECONDS = 24 * 3600.0  # no limit the doctor takes is longer than a day
+MAX_JOBS = 256
 
 
-def positive_float(text: str) -> float:
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (``gpudoctor: error: ...``, exit 2) like every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        raise GpuDoctorError(message, hint=f"{self.prog} --help")
+
+
+def whole_number(low: int, high: int) -> Callable[[str], int]:
+    """An argument type: a whole number from ``low`` to ``high``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}: {text!r}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+positive_int = whole_number(1, MAX_JOBS)
+
+
+def seconds(text: str) -> float:
+    """An argument type: a finite number of seconds above 0 and at most a day (``inf`` or ``nan`` would turn
+    every limit off)."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be seconds above 0 and at most {MAX_SECONDS:g}: {text!r}")
     return value
+
+
+def existing_folder(text: str) -> Path:
+    """An argument type: a folder that exists."""
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{text}: no such folder")
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: not a folder")
+    return path
+
+
+def existing_file(text: str) -> Path:
+    """An argument type: a regular file that exists (a pipe or device would block or never end)."""
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{text}: no such file")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a folder, not a file")
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text}: not a regular file")
+    return path
+
+
+def folder_to_write(text: str) -> Path:
+    """An argument type: a folder that exists or can be made (nothing that is a file on the way)."""
+    path = Path(text)
+    for part in (path, *path.parents):
+        if part.exists():
+            if not part.is_dir():
+                raise argparse.ArgumentTypeError(f"{text}: {part} is not a folder")
+            break
+    return path
 
 
 class Stop:
@@ -77,6 +135,16 @@ def stop_on_signals() -> Iterator[Stop]:
             signal.signal(sig, old)
 
 
+def run_session(work: Callable[[CancelScope], Report]) -> tuple[Report | None, Stop]:
+    """Run ``work`` under a session scope that SIGINT and SIGTERM cancel; the report (None when it was stopped
+    before anything ran: while asking the interpreter, say) and how it was stopped."""
+    with stop_on_signals() as stop:
+        try:
+            return work(stop.scope), stop
+        except Cancelled:
+            return None, stop
+
+
 def emit(report: Report, options: argparse.Namespace) -> None:
     """The report on stdout as JSON, Markdown or plain text, as the options say."""
     if getattr(options, "json", False):
@@ -101,18 +169,27 @@ def wants_progress(options: argparse.Namespace) -> bool:
     return not (getattr(options, "json", False) or getattr(options, "markdown", False)) and sys.stderr.isatty()
 
 
+MAX_REPORT_BYTES = 64 * 1024 * 1024
+
+
 def load_report_file(path: Path) -> Report:
+    """A saved ``gpudoctor --json`` report (bounded read, this schema version); anything else is a usage error."""
+    text = read_text(path, MAX_REPORT_BYTES)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise TypeError(f"a JSON {type(data).__name__}, not an object")
         return Report.from_dict(data)
-    except OSError as error:
-        raise GpuDoctorError(f"{path}: cannot read: {error.strerror or error}") from error
-    except (ValueError, KeyError, TypeError) as error:
-        raise GpuDoctorError(f"{path}: not a gpudoctor --json report ({type(error).__name__}: {error})") from error
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
+        what = f"missing field {error}" if isinstance(error, KeyError) else str(error)
+        raise GpuDoctorError(f"{path}: not a gpudoctor --json report ({type(error).__name__}: {what[:200]})") from None
 
 
-def finish(report: Report, options: argparse.Namespace, stop: Stop) -> int:
+def finish(report: Report | None, options: argparse.Namespace, stop: Stop) -> int:
     """Print the report (partial if the session was stopped) and give the exit status."""
+    if report is None:
+        sys.stderr.write(f"gpudoctor: {stop.scope.reason}; nothing had finished\n")
+        return stop.exit_code or 130
     emit(report, options)
     if stop.exit_code is not None:
         sys.stderr.write(f"gpudoctor: {stop.scope.reason}; kept the runs that had ended\n")

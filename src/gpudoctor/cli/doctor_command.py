@@ -10,18 +10,20 @@ from pathlib import Path
 from gpudoctor import __version__
 from gpudoctor.cli.common import (
     EXIT_OK,
+    OneLineParser,
+    existing_folder,
     finish,
-    positive_float,
     positive_int,
     progress,
-    stop_on_signals,
+    run_session,
+    seconds,
     wants_progress,
 )
 from gpudoctor.model import Device
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="gpudoctor",
         description="Check whether this GPU custom-op stack (driver, CUDA, torch, MAX, Mojo) works, "
         "and if not, what breaks. Exit status: 0 healthy, 1 a problem found, 2 usage error, "
@@ -46,8 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--jobs", "-j", type=positive_int, default=None, help="probes run at once (default: one per CPU, 2 to 16)"
     )
-    parser.add_argument("--timeout", type=positive_float, metavar="S", help="override every probe's timeout")
-    parser.add_argument("--probes", type=Path, metavar="DIR", help="a folder of probes with its catalog.toml")
+    parser.add_argument("--timeout", type=seconds, metavar="S", help="override every probe's timeout")
+    parser.add_argument(
+        "--probes", type=existing_folder, metavar="DIR", help="a folder of probes with its catalog.toml"
+    )
     parser.add_argument("--list", action="store_true", help="list the probes and exit")
     return parser
 
@@ -82,8 +86,6 @@ def run(argv: Sequence[str]) -> int:
         from gpudoctor.tui import run_tui  # only here: the other faces never import Textual
 
         return run_tui(doctor_options)
-    with stop_on_signals() as stop:
-        report = diagnose(
-            doctor_options, on_result=progress if wants_progress(options) else None, cancel=stop.scope
-        )
-        return finish(report, options, stop)
+    on_result = progress if wants_progress(options) else None
+    report, stop = run_session(lambda scope: diagnose(doctor_options, on_result=on_result, cancel=scope))
+    return finish(report, options, stop)

@@ -7,7 +7,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpudoctor.cli.common import finish, positive_float, positive_int, progress, stop_on_signals, wants_progress
+from gpudoctor.cli.common import (
+    OneLineParser,
+    existing_file,
+    existing_folder,
+    finish,
+    positive_int,
+    progress,
+    run_session,
+    seconds,
+    wants_progress,
+)
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Device
 
@@ -21,7 +31,7 @@ def add_call_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup
     from gpudoctor.kernelspec import DTYPES, VALUES
 
     calls = parser.add_mutually_exclusive_group()
-    calls.add_argument("--spec", type=Path, metavar="FILE", help="a TOML file of [[call]] tables")
+    calls.add_argument("--spec", type=existing_file, metavar="FILE", help="a TOML file of [[call]] tables")
     calls.add_argument("--op", action="append", metavar="NAME", help="call this op (repeatable)")
     parser.add_argument("--shape", metavar="AxB", help="shape of every tensor of the --op calls, e.g. 64x64")
     parser.add_argument("--dtype", choices=DTYPES, help="dtype where the signature leaves it open (default float32)")
@@ -36,7 +46,7 @@ def add_call_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="gpudoctor kernel",
         description="Run your Mojo custom-op package through CustomOpLibrary in isolated processes, on the CPU "
         "and on each GPU, next to gpudoctor's control kernel; compare GPU results with the CPU's and point at "
@@ -57,8 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--jobs", "-j", type=positive_int, default=None, help="processes at once (default: one per CPU)"
     )
-    parser.add_argument("--timeout", type=positive_float, metavar="S", help="limit for each run (default 600)")
-    parser.add_argument("--probes", type=Path, metavar="DIR", help="a folder of probes with its catalog.toml")
+    parser.add_argument("--timeout", type=seconds, metavar="S", help="limit for each run (default 600)")
+    parser.add_argument(
+        "--probes", type=existing_folder, metavar="DIR", help="a folder of probes with its catalog.toml"
+    )
     return parser
 
 
@@ -111,8 +123,6 @@ def run(argv: Sequence[str]) -> int:
         timeout_s=options.timeout,
         probe_dir=options.probes,
     )
-    with stop_on_signals() as stop:
-        report = diagnose_kernel(
-            kernel_options, on_result=progress if wants_progress(options) else None, cancel=stop.scope
-        )
-        return finish(report, options, stop)
+    on_result = progress if wants_progress(options) else None
+    report, stop = run_session(lambda scope: diagnose_kernel(kernel_options, on_result=on_result, cancel=scope))
+    return finish(report, options, stop)

@@ -5,16 +5,19 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpudoctor.cli.common import (
     EXIT_OK,
     EXIT_PROBLEM,
+    OneLineParser,
+    existing_file,
+    folder_to_write,
     load_report_file,
     positive_int,
     progress,
-    stop_on_signals,
+    run_session,
+    whole_number,
 )
 from gpudoctor.model import Report
 
@@ -24,7 +27,7 @@ from gpudoctor.render import safe_text
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="gpudoctor matrix",
         description="The shared compatibility matrix (matrix/rows/*.toml): add this environment's row, check "
         "rows, show them, or find the rows nearest this environment.",
@@ -32,11 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def common(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--matrix", type=Path, metavar="DIR", help="the matrix folder (default: ./matrix)")
+        sub.add_argument("--matrix", type=folder_to_write, metavar="DIR", help="the matrix folder (default: ./matrix)")
 
     add = commands.add_parser("add", help="record this environment's results (a run now, or --from a --json)")
     common(add)
-    add.add_argument("--from", dest="source", type=Path, metavar="REPORT", help="a saved `gpudoctor --json`")
+    add.add_argument("--from", dest="source", type=existing_file, metavar="REPORT", help="a saved `gpudoctor --json`")
     add.add_argument("--note", help="a short plain-text note for the row")
     add.add_argument("--jobs", "-j", type=positive_int, default=None, help="probes at once for a new run")
     add.add_argument("--python", metavar="PATH", help="the interpreter to examine for a new run")
@@ -48,9 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--gpu", metavar="TEXT", help="rows whose GPU name contains TEXT (or cpu)")
     near = commands.add_parser("near", help="the rows closest to this environment, and what differs")
     common(near)
-    near.add_argument("--from", dest="source", type=Path, metavar="REPORT", help="compare a saved --json run")
+    near.add_argument("--from", dest="source", type=existing_file, metavar="REPORT", help="compare a saved --json run")
     near.add_argument("--python", metavar="PATH", help="the interpreter whose environment to compare")
-    near.add_argument("--count", type=positive_int, default=5, help="how many rows (default 5)")
+    near.add_argument("--count", type=whole_number(1, 1000), default=5, help="how many rows (default 5)")
     readme = commands.add_parser("readme", help="regenerate matrix/README.md from the rows")
     common(readme)
     readme.add_argument("--check", action="store_true", help="exit 1 if README.md is stale instead of writing")
@@ -95,7 +98,8 @@ def run(argv: Sequence[str]) -> int:
         return EXIT_OK
     own = load_report_file(options.source) if options.source else None
     if own is None:
-        from gpudoctor.doctor import make_report, resolve_python
+        from gpudoctor.doctor import make_report
+        from gpudoctor.interpreter import resolve_python
         from gpudoctor.inventory import collect_environment
 
         own = make_report(collect_environment(resolve_python(options.python)))
@@ -125,13 +129,10 @@ def _run_now(options: argparse.Namespace) -> Report | int:
     """A fresh run to record, or the exit status when it was interrupted (a partial run is never recorded)."""
     from gpudoctor.doctor import DoctorOptions, default_jobs, diagnose
 
-    with stop_on_signals() as stop:
-        report = diagnose(
-            DoctorOptions(python=options.python, jobs=options.jobs or default_jobs()),
-            on_result=progress if sys.stderr.isatty() else None,
-            cancel=stop.scope,
-        )
-    if stop.exit_code is not None:
+    doctor_options = DoctorOptions(python=options.python, jobs=options.jobs or default_jobs())
+    on_result = progress if sys.stderr.isatty() else None
+    report, stop = run_session(lambda scope: diagnose(doctor_options, on_result=on_result, cancel=scope))
+    if report is None or stop.exit_code is not None:
         sys.stderr.write(f"gpudoctor: {stop.scope.reason}; nothing recorded\n")
-        return stop.exit_code
+        return stop.exit_code or 130
     return report

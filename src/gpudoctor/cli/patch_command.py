@@ -6,14 +6,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gpudoctor.cli.common import EXIT_OK
+from gpudoctor.cli.common import EXIT_OK, OneLineParser
 from gpudoctor.errors import GpuDoctorError
 
 
 def build_parser() -> argparse.ArgumentParser:
     from gpudoctor.patches import PATCH_MODULES
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="gpudoctor patch",
         description="The workarounds a finding names. `show` prints one to paste at the top of your script; "
         "`install` puts it into an environment (a hook that runs it just before MAX's torch bridge is imported, "
@@ -32,8 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str]) -> int:
     from gpudoctor.atomic import atomic_write
-    from gpudoctor.doctor import resolve_python
-    from gpudoctor.inventory import site_packages
+    from gpudoctor.interpreter import resolve_python, site_packages
     from gpudoctor.knowledge import load_known_issues
     from gpudoctor.patches import HOOK_MODULE, HOOK_PTH, PATCH_MODULES, install_files, installed_file, patch_file
 

@@ -10,12 +10,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from gpudoctor.cli.common import OneLineParser
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.render import safe_text
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="gpudoctor scan",
         description="Find the lines of Mojo kernels and Python code that the installed MAX, cuda-python or "
         "cuda-core do not accept (or do not accept yet), each with the release that changed it and the rewrite; "

@@ -10,7 +10,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpudoctor.cli.common import positive_float, positive_int, stop_on_signals
+from gpudoctor.cli.common import (
+    OneLineParser,
+    existing_file,
+    folder_to_write,
+    positive_int,
+    seconds,
+    stop_on_signals,
+    whole_number,
+)
 from gpudoctor.cli.kernel_command import add_call_arguments
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.render import safe_text
@@ -20,19 +28,19 @@ if TYPE_CHECKING:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="gpudoctor sweep",
         description="Build one environment per torch x MAX cell with uv (packages hardlinked from uv's cache), "
         "examine each with the doctor, and merge each cell's row into the matrix. Finished cells are kept: "
         "a rerun reuses them unless --refresh. Exit status: 0 every cell healthy, 1 a cell has a problem or "
         "could not be built, 2 usage error, 130/143 interrupted (finished cells are kept and shown).",
         epilog="Versions: 2.13.0 (exact), 2.6 (the newest 2.6.x), 25.3..26.7 (every release in between), "
-        "comma-separated. Needs uv: pip install \"gpudoctor[sweep]\".",
+        'comma-separated. Needs uv: pip install "gpudoctor[sweep]".',
     )
     grid = parser.add_argument_group("the grid")
     grid.add_argument("--torch", metavar="VERSIONS", help="torch versions, e.g. 2.6,2.9,2.13.0")
     grid.add_argument("--max", metavar="VERSIONS", help="MAX versions, e.g. 25.3..26.7 or 26.7.0,25.6.0")
-    grid.add_argument("--grid", type=Path, metavar="FILE", help="a TOML file with torch = [...], max = [...]")
+    grid.add_argument("--grid", type=existing_file, metavar="FILE", help="a TOML file with torch = [...], max = [...]")
     grid.add_argument("--python", metavar="X.Y", help="the Python of every cell (default: this one's)")
     kernel = parser.add_argument_group("your kernel in every cell (instead of the probes; no matrix rows)")
     kernel.add_argument("--kernel", type=Path, metavar="PATH", help="your Mojo package, as for gpudoctor kernel")
@@ -40,13 +48,17 @@ def build_parser() -> argparse.ArgumentParser:
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the grid as one JSON document")
     parser.add_argument("--svg", type=Path, metavar="FILE", help="also write the grid as an SVG picture")
-    parser.add_argument("--matrix", type=Path, metavar="DIR", help="the matrix to merge rows into (default ./matrix)")
+    parser.add_argument(
+        "--matrix", type=folder_to_write, metavar="DIR", help="the matrix to merge rows into (default ./matrix)"
+    )
     parser.add_argument("--no-matrix", action="store_true", help="record nothing in the matrix")
-    parser.add_argument("--envs", type=Path, metavar="DIR", help="where cell environments and results live")
-    parser.add_argument("--parallel", type=positive_int, default=1, metavar="N", help="cells at once (default 1)")
+    parser.add_argument("--envs", type=folder_to_write, metavar="DIR", help="where cell environments and results live")
+    parser.add_argument(
+        "--parallel", type=whole_number(1, 64), default=1, metavar="N", help="cells at once (default 1)"
+    )
     parser.add_argument("--jobs", "-j", type=positive_int, default=None, help="probes at once inside each cell")
     parser.add_argument("--only", metavar="ID", action="append", help="run only this probe (and what it needs)")
-    parser.add_argument("--timeout", type=positive_float, metavar="S", help="override every probe's timeout")
+    parser.add_argument("--timeout", type=seconds, metavar="S", help="override every probe's timeout")
     parser.add_argument("--refresh", action="store_true", help="examine every cell again, even if kept")
     parser.add_argument(
         "--inherit",

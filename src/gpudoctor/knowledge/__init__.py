@@ -11,16 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomllib
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, Report
 from gpudoctor.protocol import DetailKey
-from gpudoctor.tomlcheck import checked_table, string_list
+from gpudoctor.tomlcheck import checked_table, read_toml, string_list
 
 KNOWN_ISSUES = Path(__file__).with_name("known_issues.toml")
+MAX_KNOWN_ISSUES_BYTES = 1024 * 1024
 KERNEL_PROBE = "kernel"  # `gpudoctor kernel`: the user's package
 CONTROL_PROBE = "custom-op"  # the control kernel run next to it
 SEVERITIES = ("problem", "notice")
@@ -352,10 +352,7 @@ def _issue(where: str, entry: Any) -> KnownIssue:
 
 def load_known_issues(path: Path = KNOWN_ISSUES) -> tuple[KnownIssue, ...]:
     """Every known issue in ``path``, validated; a malformed entry is an error naming entry and field."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise GpuDoctorError(f"{path}: cannot read known issues: {error}") from error
+    data = read_toml(path, MAX_KNOWN_ISSUES_BYTES)
     entries = data.get("issue", [])
     if not isinstance(entries, list):
         raise GpuDoctorError(f"{path}: 'issue' must be an array of tables ([[issue]])")

@@ -20,7 +20,8 @@ from pathlib import Path
 from gpudoctor.atomic import atomic_write
 from gpudoctor.cancel import CancelScope, kill_group
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.inventory import package_versions, site_packages
+from gpudoctor.interpreter import site_packages
+from gpudoctor.inventory import package_versions
 from gpudoctor.sweep.grid import Cell
 
 STAMP = "gpudoctor-cell.json"
@@ -96,8 +97,7 @@ def run_owned(
 
 
 _PATHS_SNIPPET = (
-    "import json, sysconfig; "
-    "print(json.dumps(sorted({sysconfig.get_path('purelib'), sysconfig.get_path('platlib')})))"
+    "import json, sysconfig; print(json.dumps(sorted({sysconfig.get_path('purelib'), sysconfig.get_path('platlib')})))"
 )
 
 

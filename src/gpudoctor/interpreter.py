@@ -1,0 +1,127 @@
+"""Which interpreter to examine, and proof that it is one: resolve ``--python`` and put questions to it.
+
+Every question runs the interpreter in its own process group, with a time limit, bounded output and the
+session's cancel scope; an answer that is not what a CPython 3 prints is a usage error quoting what came back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from gpudoctor.cancel import Cancelled, CancelScope, kill_group
+from gpudoctor.capture import TailReader
+from gpudoctor.errors import GpuDoctorError
+from gpudoctor.redact import redact_text
+
+ANSWER_LIMIT = 4 * 1024 * 1024  # the answer is the last line; more than this is not an answer
+ANSWER_TIMEOUT_S = 60.0
+HINT = "give --python the path of a CPython 3 interpreter (a venv's bin/python)"
+
+
+def resolve_python(python: str | None) -> str:
+    """An absolute path to the interpreter to examine (an executable file), or a usage error naming what was
+    wrong with it."""
+    if python is None:
+        return sys.executable
+    if not python.strip():
+        raise GpuDoctorError("--python '': an empty path", hint=HINT)
+    found = shutil.which(python) if "/" not in python else python
+    if found is None or not os.path.exists(found):
+        raise GpuDoctorError(f"--python {python!r}: no such interpreter", hint=HINT)
+    if os.path.isdir(found):
+        raise GpuDoctorError(f"--python {python!r}: is a folder, not an interpreter", hint=HINT)
+    if not os.path.isfile(found) or not os.access(found, os.X_OK):
+        raise GpuDoctorError(f"--python {python!r}: not an executable file", hint=HINT)
+    return os.path.abspath(found)
+
+
+def _quote(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def ask(python: str, source: str, *args: str, cancel: CancelScope | None = None) -> dict[str, Any]:
+    """Run ``source`` (which prints one JSON object as its last line) in the interpreter at ``python``.
+
+    Anything else (no answer, another program's output, a crash, no answer within ANSWER_TIMEOUT_S) is a
+    GpuDoctorError that says what the program did instead; a cancelled ``cancel`` kills it and raises
+    Cancelled.
+    """
+    owner = cancel if cancel is not None else CancelScope()
+    try:
+        process = subprocess.Popen(
+            [python, "-c", source, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its own group: a timeout or a stop kills whatever it started too
+        )
+    except OSError as error:
+        raise GpuDoctorError(f"--python {python}: cannot run it: {error.strerror or error}", hint=HINT) from error
+    assert process.stdout is not None and process.stderr is not None
+    readers = [TailReader(process.stdout, ANSWER_LIMIT), TailReader(process.stderr, 64 * 1024)]
+    for reader in readers:
+        reader.start()
+    deadline = time.monotonic() + ANSWER_TIMEOUT_S
+    try:
+        with owner.owning(process.pid):
+            try:
+                returncode: int | None = process.wait(timeout=ANSWER_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                returncode = None
+    finally:  # also on KeyboardInterrupt: nothing it started outlives the question
+        kill_group(process.pid)
+        process.wait()
+        for reader in readers:
+            reader.join(timeout=5)
+    if owner.cancelled:
+        raise Cancelled(owner.reason or "cancelled")
+    stdout, stderr = readers[0].data().decode("utf-8", "replace"), readers[1].text()
+    name = redact_text(python)
+    if returncode is None or time.monotonic() > deadline + 1:
+        raise GpuDoctorError(f"--python {name}: no answer within {ANSWER_TIMEOUT_S:g} s", hint=HINT)
+    if returncode != 0:
+        said = stderr.strip().splitlines()[-1] if stderr.strip() else stdout.strip()
+        how = f"killed by signal {-returncode}" if returncode < 0 else f"exited with status {returncode}"
+        printed = f"it printed {_quote(redact_text(said))}" if said else "it printed nothing"
+        raise GpuDoctorError(f"--python {name}: {how}; {printed}", hint=HINT)
+    lines = stdout.strip().splitlines()
+    try:
+        answer = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        said = _quote(redact_text(stdout)) if stdout.strip() else "nothing"
+        raise GpuDoctorError(f"--python {name}: not a Python interpreter that answers; it printed {said}", hint=HINT)
+    return answer
+
+
+def check_cpython(python: str, answer: dict[str, Any]) -> None:
+    """Refuse an interpreter that is not CPython 3 (the probes and MAX need one)."""
+    implementation, version = answer.get("implementation"), answer.get("python")
+    if implementation != "CPython" or not isinstance(version, str) or not version.startswith("3."):
+        answered = f"it answered {_quote(json.dumps(answer))}"
+        what = f"{implementation} {version}" if implementation and version else answered
+        raise GpuDoctorError(f"--python {redact_text(python)}: {what}, not CPython 3", hint=HINT)
+
+
+def site_packages(python: str, cancel: CancelScope | None = None) -> Path:
+    """The site-packages folder (purelib) of the interpreter at ``python``."""
+    answer = ask(
+        python,
+        "import json, platform, sysconfig; print(json.dumps({'implementation': platform.python_implementation(), "
+        "'python': platform.python_version(), 'purelib': sysconfig.get_path('purelib')}))",
+        cancel=cancel,
+    )
+    check_cpython(python, answer)
+    site = Path(str(answer.get("purelib")))
+    if not site.is_dir():
+        raise GpuDoctorError(f"--python {redact_text(python)}: its site-packages {site} is not a folder")
+    return site
