@@ -7,9 +7,11 @@ Exit codes: 0 healthy, 1 a problem found, 2 bad input or usage, 130 interrupted,
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Sequence
 
+from gpudoctor.cli.output import guarded_stdout
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.render import safe_text
 
@@ -43,10 +45,18 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        return run(argv)
+        with guarded_stdout():
+            return run(argv)
     except GpuDoctorError as error:
-        sys.stderr.write(safe_text(error.one_line()) + "\n")
+        _say(safe_text(error.one_line()))
         return error.exit_code
     except KeyboardInterrupt:  # outside a session (while parsing, say): nothing is running
-        sys.stderr.write("gpudoctor: interrupted\n")
+        _say("gpudoctor: interrupted")
         return 130
+
+
+def _say(line: str) -> None:
+    """One line on stderr, if there is a stderr to write to."""
+    with contextlib.suppress(OSError, AttributeError, ValueError):
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
