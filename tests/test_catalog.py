@@ -39,11 +39,31 @@ def _catalog(tmp_path: Path, body: str) -> Path:
         ),
         (
             '[[probe]]\nid = "a"\nscript = "a.py"\ntitle = "t"\ntimeout_s = -1\n',
-            "probe #1 (a): field 'timeout_s' must be a positive number",
+            "probe #1 (a): field 'timeout_s' must be seconds, above 0 and at most 86400",
+        ),
+        (
+            '[[probe]]\nid = "a"\nscript = "a.py"\ntitle = "t"\ntimeout_s = inf\n',
+            "probe #1 (a): field 'timeout_s' must be seconds, above 0 and at most 86400",
+        ),
+        (
+            '[[probe]]\nid = "a"\nscript = "a.py"\ntitle = "t"\ntimeout_s = nan\n',
+            "probe #1 (a): field 'timeout_s' must be seconds, above 0 and at most 86400",
+        ),
+        (
+            '[[probe]]\nid = "a"\nscript = "../a.py"\ntitle = "t"\n',
+            "probe #1 (a): field 'script' must be a path inside the probe folder, not '../a.py'",
+        ),
+        (
+            '[[probe]]\nid = "a"\nscript = "."\ntitle = "t"\n',
+            "probe #1 (a): field 'script' names '.', which is not a file",
+        ),
+        (
+            '[[probe]]\nid = "A b"\nscript = "a.py"\ntitle = "t"\n',
+            "probe #1: field 'id' must be lower-case letters, digits",
         ),
         (
             '[[probe]]\nid = "a"\nscript = "a.py"\ntitle = "t"\nstage = "one"\n',
-            "probe #1 (a): field 'stage' must be an integer",
+            "probe #1 (a): field 'stage': must be a whole number from 0 to 99",
         ),
         (
             '[[probe]]\nid = "a"\nscript = "a.py"\ntitle = "t"\nafter = ["b"]\n',

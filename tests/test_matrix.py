@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import pwd
 import signal
 import subprocess
 import sys
@@ -146,8 +148,12 @@ def test_private_data_never_reaches_a_row() -> None:
     text = row_from_report(report, KNOWN).to_toml()
     for private in ("/work", "/home", "/root", "UUID", "GPU-", report.environment.python_executable):
         assert private not in text
-    with pytest.raises(GpuDoctorError, match="home directory path"):
-        row_from_report(report, KNOWN, note="see /home/alice/log.txt")
+    # A note is redacted like a report: any user's home, and this machine's real home whatever it is.
+    real_home = pwd.getpwuid(os.getuid()).pw_dir
+    row = row_from_report(report, KNOWN, note=f"see /home/alice/log.txt and {real_home}/runs/b.txt")
+    assert row.note == "see ~/log.txt and ~/runs/b.txt"
+    with pytest.raises(GpuDoctorError, match="a GPU UUID"):
+        row_from_report(report, KNOWN, note="on GPU-3f9a1c2e-0000-1111-2222-333344445555")
 
 
 def test_adding_the_same_environment_merges_into_one_file(tmp_path: Path) -> None:

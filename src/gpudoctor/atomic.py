@@ -19,8 +19,11 @@ def atomic_write(path: Path, text: str, mode: int | None = None) -> None:
     file ever removes it (another writer could be in the middle of its own). ``mode`` sets the file's
     permissions (the temporary file is private until then).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=PARTIAL_SUFFIX, dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=PARTIAL_SUFFIX, dir=path.parent)
+    except OSError as error:  # name the file the caller meant, not the hidden partial one
+        raise OSError(error.errno, error.strerror, str(path)) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

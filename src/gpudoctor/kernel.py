@@ -96,11 +96,14 @@ def gpu_targets(environment: Environment, env: dict[str, str] | None = None) -> 
 def check_package_path(path: Path) -> Path:
     """The package path, absolute; a usage error when it does not exist (a missing __init__.mojo is left to
     MAX, whose real error the report then explains)."""
+    path = Path(os.path.abspath(path))  # normalised: reports say /a/b, never /a/x/../b
     if not path.exists():
         raise GpuDoctorError(f"{path}: no such file or directory", hint="give the folder holding your .mojo files")
+    if not path.is_dir() and not path.is_file():
+        raise GpuDoctorError(f"{path}: not a folder or a file", hint="give the folder holding __init__.mojo")
     if path.is_file() and path.suffix not in (".mojo", ".mojopkg", ".mojoc", ".🔥"):
         raise GpuDoctorError(f"{path}: not a Mojo package", hint="give the folder holding __init__.mojo")
-    return path.absolute()
+    return path
 
 
 def _kernel_args(package: Path, scan: PackageScan, calls: Sequence[KernelCall]) -> tuple[str, ...]:

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpudoctor.model import KernelOp, KernelScan, KernelSourceLine, KernelTensorArg
+from gpudoctor.textfile import read_source
 
 MAX_FILES = 200
-MAX_FILE_BYTES = 2 * 1024 * 1024
+MAX_FILE_BYTES = 2 * 1024 * 1024  # a longer file is not kernel source: skipped, never read in part
 
 _REGISTER = re.compile(r"""^\s*@(?:[\w.]+\.)?register\(\s*["']([^"']+)["']""")
 _STRUCT = re.compile(r"^\s*struct\s+(\w+)")
@@ -283,12 +284,10 @@ def _host_indexing(
 
 
 def _scan_file(path: Path, relative: str) -> tuple[list[OpInfo], list[SourceLine]]:
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_FILE_BYTES)
-    except OSError:
+    text = read_source(path, MAX_FILE_BYTES)
+    if text is None:
         return [], []
-    lines = data.decode("utf-8", errors="replace").splitlines()
+    lines = text.splitlines()
     ops: list[OpInfo] = []
     legacy = [SourceLine(relative, i + 1, line.strip()) for i, line in enumerate(lines) if _LEGACY_IMPORT.match(line)]
     index = 0

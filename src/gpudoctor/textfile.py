@@ -84,3 +84,12 @@ def read_prefix(path: Path, limit_bytes: int) -> bytes | None:
         return None
     finally:
         os.close(fd)
+
+
+def read_source(path: Path, limit_bytes: int) -> str | None:
+    """A source file's text for scanners (invalid UTF-8 replaced); None when it is not a readable regular file
+    or is longer than ``limit_bytes`` (a generated blob is no kernel source to read line by line)."""
+    data = read_prefix(path, limit_bytes + 1)
+    if data is None or len(data) > limit_bytes:
+        return None
+    return data.decode("utf-8", errors="replace")

@@ -53,6 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # outside a session (while parsing, say): nothing is running
         _say("gpudoctor: interrupted")
         return 130
+    except OSError as error:  # the disk, not the doctor: a folder that cannot be written, a disk that is full
+        where = f"{error.filename}: " if error.filename else ""
+        _say(safe_text(f"gpudoctor: error: {where}{error.strerror or error}"))
+        return 2
 
 
 def _say(line: str) -> None:

@@ -60,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print one JSON document")
     output.add_argument("--markdown", action="store_true", help="print a Markdown report")
+    output.add_argument("--plain", action="store_true", help="plain text (the default: kernel has no TUI)")
     parser.add_argument("--python", metavar="PATH", help="the interpreter to run the kernel with")
     parser.add_argument(
         "--device", choices=[d.value for d in (Device.CPU, Device.CUDA)], action="append", help="only this device"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,22 +36,24 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: Sequence[str]) -> int:
     from packaging.version import InvalidVersion, Version
 
+    from gpudoctor.interpreter import resolve_python
     from gpudoctor.inventory import package_versions
     from gpudoctor.source.check import check_source
     from gpudoctor.source.render import run_there_command, source_markdown, source_text
     from gpudoctor.source.rules import shipped_rules
 
     options = build_parser().parse_args(argv)
+    options.path = Path(os.path.abspath(options.path))
     if not options.path.exists():
         raise GpuDoctorError(f"{options.path}: no such file or directory")
+    if not options.path.is_dir() and not options.path.is_file():
+        raise GpuDoctorError(f"{options.path}: not a folder or a regular file")
     if options.max is not None:
         try:
             Version(options.max)
         except InvalidVersion:
             raise GpuDoctorError(f"--max {options.max!r}: not a version like 26.7.0") from None
-    python = options.python or sys.executable
-    if options.python is not None and not Path(options.python).is_file():
-        raise GpuDoctorError(f"--python {options.python!r}: no such interpreter")
+    python = resolve_python(options.python)
     installed = package_versions(python, (*shipped_rules().packages, "torch"))
     torch = installed.pop("torch", None)
     if options.max is not None:

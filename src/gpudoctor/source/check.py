@@ -14,6 +14,7 @@ from pathlib import Path
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import SourceCheckDict, SourceHitDict
 from gpudoctor.source.rules import RuleBook, SourceRule, shipped_rules
+from gpudoctor.textfile import read_source
 
 MAX_FILES = 500
 MAX_FILE_BYTES = 2 * 1024 * 1024
@@ -116,23 +117,12 @@ def _is_comment(line: str) -> bool:
     return line.lstrip().startswith("#")  # Mojo and Python alike
 
 
-def _read(path: Path) -> str | None:
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except OSError:
-        return None
-    if len(data) > MAX_FILE_BYTES:
-        return None
-    return data.decode("utf-8", errors="replace")
-
-
 def find_hits(root: Path, rules: Sequence[SourceRule]) -> tuple[tuple[str, ...], tuple[SourceHit, ...]]:
     """Every line under ``root`` that uses a rule's construct (comments skipped), with the files read."""
     files, hits = [], []
     base = root if root.is_dir() else root.parent
     for path, language in source_files(root):
-        text = _read(path)
+        text = read_source(path, MAX_FILE_BYTES)
         if text is None:
             continue
         relative = path.relative_to(base).as_posix()
