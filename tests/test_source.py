@@ -154,7 +154,7 @@ def test_scan_command_faces_and_exit_codes() -> None:
     [
         (["scan", "/no/such/place"], "/no/such/place: no such file or directory"),
         (["scan", str(KERNELS), "--max", "latest"], "--max 'latest': not a version like 26.7.0"),
-        (["scan", str(KERNELS), "--python", "/no/python"], "--python '/no/python': no such interpreter"),
+        (["scan", str(KERNELS), "--python", "/no/python"], "--python /no/python: no such interpreter"),
     ],
 )
 def test_scan_usage_errors_are_one_line_and_exit_2(args: list[str], message: str) -> None:

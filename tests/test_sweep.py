@@ -134,7 +134,7 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
     for args, message in (
         (["--max", "26.7.0"], "needs --torch and --max"),
         (["--torch", "2.13.0", "--max", "26.7.0", "--inherit", str(tmp_path / "nope")], "no such interpreter"),
-        (["--grid", str(tmp_path)], "not a regular file"),
+        (["--grid", str(tmp_path)], "is a folder, not a file"),
     ):
         completed = run_cli("sweep", "--envs", str(tmp_path / "envs"), "--no-matrix", *args)
         assert completed.returncode == 2, completed.stderr

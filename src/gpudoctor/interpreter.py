@@ -34,11 +34,11 @@ def resolve_python(python: str | None) -> str:
         raise GpuDoctorError("--python '': an empty path", hint=HINT)
     found = shutil.which(python) if "/" not in python else python
     if found is None or not os.path.exists(found):
-        raise GpuDoctorError(f"--python {python!r}: no such interpreter", hint=HINT)
+        raise GpuDoctorError(f"--python {python}: no such interpreter", hint=HINT)
     if os.path.isdir(found):
-        raise GpuDoctorError(f"--python {python!r}: is a folder, not an interpreter", hint=HINT)
+        raise GpuDoctorError(f"--python {python}: is a folder, not an interpreter", hint=HINT)
     if not os.path.isfile(found) or not os.access(found, os.X_OK):
-        raise GpuDoctorError(f"--python {python!r}: not an executable file", hint=HINT)
+        raise GpuDoctorError(f"--python {python}: not an executable file", hint=HINT)
     return os.path.abspath(found)
 
 

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
@@ -252,7 +253,11 @@ class DoctorApp(App[int]):
 
     def _tick(self) -> None:
         self._frame = (self._frame + 1) % len(SPINNER)
-        self.table.show_running(self.started, self._frame)
+        try:
+            table = self.table
+        except (NoMatches, ScreenStackError):
+            return  # a last tick while the app closes: the table is already gone
+        table.show_running(self.started, self._frame)
         if self.started:
             self._say(f"running: {', '.join(sorted(self.started))}", spinner=True)
 
