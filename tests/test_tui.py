@@ -206,11 +206,13 @@ def test_smoke_in_a_real_terminal(mixed_probes: Path, tmp_path: Path) -> None:
         subprocess.run([*tmux, "kill-server"], capture_output=True, check=False, env=env)
 
 
-def test_quit_mid_run_leaves_no_probe_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`q` while a probe hangs (its timeout is 600 s): the app exits at once with 130 and kills the probe."""
+@pytest.mark.parametrize("key", ["q", "ctrl+c"])
+def test_quit_mid_run_leaves_no_probe_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str) -> None:
+    """`q` or Ctrl-C while a probe hangs (its timeout is 600 s): the app exits at once with 130, kills the
+    probe, and keeps what had ended for the terminal."""
     marker = uuid.uuid4().hex
     monkeypatch.setenv(MARKER_ENV, marker)
-    asyncio.run(_quit_mid_run(hanging_catalog(tmp_path), tmp_path, marker))
+    asyncio.run(_quit_mid_run(hanging_catalog(tmp_path), tmp_path, marker, key))
     assert processes_with_marker(marker) == []
 
 
@@ -222,14 +224,64 @@ async def _until_hanging(app: DoctorApp, pilot: object, marker: str) -> None:
         await pilot.pause(0.1)  # type: ignore[attr-defined]
 
 
-async def _quit_mid_run(probes: Path, tmp_path: Path, marker: str) -> None:
+async def _quit_mid_run(probes: Path, tmp_path: Path, marker: str, key: str) -> None:
     app = DoctorApp(DoctorOptions(probe_dir=probes, jobs=3), export_dir=tmp_path, matrix_dir=tmp_path / "none")
     async with app.run_test(size=(120, 40)) as pilot:
         await _until_hanging(app, pilot, marker)
+        deadline = time.monotonic() + 60
+        while "passes/cpu" not in app.results:  # its result is on its way to the app
+            assert time.monotonic() < deadline
+            await pilot.pause(0.1)
         assert app.running and app.report is None
-        await pilot.press("q")
+        await pilot.press(key)
     assert app.return_value == 130
     assert app.session.cancelled and app.session.reason == "quit"
+    assert app.kept is not None
+    kept = {r.id: r.outcome for r in app.kept.results}
+    assert kept["passes/cpu"] is Outcome.PASS and kept["hangs"] is Outcome.INTERRUPTED
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@pytest.mark.parametrize("key", ["q", "C-c"])
+def test_quit_mid_run_in_a_real_terminal_is_instant_and_keeps_what_ended(tmp_path: Path, key: str) -> None:
+    """In tmux: the TUI runs a probe that hangs; `q` (or Ctrl-C, a key in the TUI's raw terminal) exits 130 at
+    once, every probe process is gone, and the runs that had ended are printed on the terminal."""
+    marker = uuid.uuid4().hex
+    probes = hanging_catalog(tmp_path)
+    tmux = ["tmux", "-L", f"gpudoctor-test-{os.getpid()}-{time.monotonic_ns()}", "-f", os.devnull]
+    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+    done = tmp_path / "exit-status"
+    command = (
+        f"env {MARKER_ENV}={marker} {sys.executable} -m gpudoctor --probes {probes} --jobs 3; "
+        f"echo $? > {done}.tmp; mv {done}.tmp {done}; sleep 600"
+    )
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-s", "quit", "-x", "120", "-y", "50", "-c", str(tmp_path), command],
+        check=True,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while len(processes_with_marker(marker)) < 2:  # the doctor and its hanging probe
+            assert time.monotonic() < deadline, "the hanging probe never started"
+            time.sleep(0.2)
+        time.sleep(1.0)
+        sent = time.monotonic()
+        subprocess.run([*tmux, "send-keys", "-t", "quit", key], check=True, env=env)
+        while not done.exists():
+            assert time.monotonic() < sent + 20, f"{key} did not quit"
+            time.sleep(0.02)
+        took = time.monotonic() - sent
+        assert done.read_text().strip() == "130"
+        assert took < 3.0, took  # bench_stop.py measures it; this only catches "waited for the probe"
+        assert processes_with_marker(marker) == []
+        screen = subprocess.run(
+            [*tmux, "capture-pane", "-p", "-t", "quit", "-S", "-50"], capture_output=True, text=True, env=env
+        ).stdout
+        assert "interrupted hangs" in screen and "passes/cpu" in screen, screen
+        assert "gpudoctor: quit; kept the runs that had ended" in screen, screen
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True, check=False, env=env)
 
 
 def test_cancelling_the_worker_stops_its_probes_and_shows_what_ended(

@@ -135,14 +135,16 @@ def stop_on_signals() -> Iterator[Stop]:
             signal.signal(sig, old)
 
 
-def run_session(work: Callable[[CancelScope], Report]) -> tuple[Report | None, Stop]:
-    """Run ``work`` under a session scope that SIGINT and SIGTERM cancel; the report (None when it was stopped
-    before anything ran: while asking the interpreter, say) and how it was stopped."""
+def run_and_report(work: Callable[[CancelScope], Report], options: argparse.Namespace) -> int:
+    """Run ``work`` under a session scope that SIGINT and SIGTERM cancel, then print its report (what had ended,
+    when stopped) and give the exit status. The handlers stay in place while the report is printed: a second
+    Ctrl-C cannot cut the report short or leave anything running."""
     with stop_on_signals() as stop:
         try:
-            return work(stop.scope), stop
-        except Cancelled:
-            return None, stop
+            report: Report | None = work(stop.scope)
+        except Cancelled:  # stopped before anything ran (while asking the interpreter, say)
+            report = None
+        return finish(report, options, stop)
 
 
 def emit(report: Report, options: argparse.Namespace) -> None:

@@ -12,10 +12,9 @@ from gpudoctor.cli.common import (
     EXIT_OK,
     OneLineParser,
     existing_folder,
-    finish,
     positive_int,
     progress,
-    run_session,
+    run_and_report,
     seconds,
     wants_progress,
 )
@@ -87,5 +86,4 @@ def run(argv: Sequence[str]) -> int:
 
         return run_tui(doctor_options)
     on_result = progress if wants_progress(options) else None
-    report, stop = run_session(lambda scope: diagnose(doctor_options, on_result=on_result, cancel=scope))
-    return finish(report, options, stop)
+    return run_and_report(lambda scope: diagnose(doctor_options, on_result=on_result, cancel=scope), options)

@@ -11,10 +11,9 @@ from gpudoctor.cli.common import (
     OneLineParser,
     existing_file,
     existing_folder,
-    finish,
     positive_int,
     progress,
-    run_session,
+    run_and_report,
     seconds,
     wants_progress,
 )
@@ -125,5 +124,4 @@ def run(argv: Sequence[str]) -> int:
         probe_dir=options.probes,
     )
     on_result = progress if wants_progress(options) else None
-    report, stop = run_session(lambda scope: diagnose_kernel(kernel_options, on_result=on_result, cancel=scope))
-    return finish(report, options, stop)
+    return run_and_report(lambda scope: diagnose_kernel(kernel_options, on_result=on_result, cancel=scope), options)

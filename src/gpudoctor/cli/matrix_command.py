@@ -16,7 +16,7 @@ from gpudoctor.cli.common import (
     load_report_file,
     positive_int,
     progress,
-    run_session,
+    stop_on_signals,
     whole_number,
 )
 from gpudoctor.model import Report
@@ -127,11 +127,16 @@ def _add(options: argparse.Namespace, store: MatrixStore, known: set[str]) -> in
 
 def _run_now(options: argparse.Namespace) -> Report | int:
     """A fresh run to record, or the exit status when it was interrupted (a partial run is never recorded)."""
+    from gpudoctor.cancel import Cancelled
     from gpudoctor.doctor import DoctorOptions, default_jobs, diagnose
 
     doctor_options = DoctorOptions(python=options.python, jobs=options.jobs or default_jobs())
     on_result = progress if sys.stderr.isatty() else None
-    report, stop = run_session(lambda scope: diagnose(doctor_options, on_result=on_result, cancel=scope))
+    with stop_on_signals() as stop:
+        try:
+            report: Report | None = diagnose(doctor_options, on_result=on_result, cancel=stop.scope)
+        except Cancelled:
+            report = None
     if report is None or stop.exit_code is not None:
         sys.stderr.write(f"gpudoctor: {stop.scope.reason}; nothing recorded\n")
         return stop.exit_code or 130

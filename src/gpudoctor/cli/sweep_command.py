@@ -25,6 +25,7 @@ from gpudoctor.render import safe_text
 
 if TYPE_CHECKING:
     from gpudoctor.kernelspec import CallRequest
+    from gpudoctor.sweep.run import Grid
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,7 +86,7 @@ def run(argv: Sequence[str]) -> int:
     from gpudoctor.doctor import default_jobs
     from gpudoctor.sweep import grid as gridmod
     from gpudoctor.sweep.envs import default_envs_dir, default_python
-    from gpudoctor.sweep.run import SweepEvent, SweepOptions, cell_label, cell_table, sweep
+    from gpudoctor.sweep.run import SweepEvent, SweepOptions, cell_label, sweep
 
     options = build_parser().parse_args(argv)
     spec: dict[str, object] = gridmod.load_grid_file(options.grid) if options.grid else {}
@@ -137,8 +138,18 @@ def run(argv: Sequence[str]) -> int:
         sys.stderr.write(safe_text(line) + "\n")
         sys.stderr.flush()
 
-    with stop_on_signals() as stop:
+    with stop_on_signals() as stop:  # still in place while the grid is printed: a second Ctrl-C cuts nothing
         grid = sweep(sweep_options, on_event=progress, cancel=stop.scope)
+        _print_grid(grid, options, matrix_dir, sweep_options.envs_dir)
+    if stop.exit_code is not None:
+        sys.stderr.write(f"gpudoctor: {stop.scope.reason}; finished cells are kept\n")
+        return stop.exit_code
+    return grid.exit_code
+
+
+def _print_grid(grid: Grid, options: argparse.Namespace, matrix_dir: Path | None, envs_dir: Path) -> None:
+    from gpudoctor.sweep.run import cell_table
+
     if options.svg is not None:
         from gpudoctor.atomic import atomic_write
         from gpudoctor.sweep.picture import grid_svg
@@ -156,9 +167,5 @@ def run(argv: Sequence[str]) -> int:
                 first = result.reason.splitlines()[0] if result.reason else ""
                 sys.stdout.write(safe_text(f"  {result.cell.key}: {result.status.value}: {first}") + "\n")
         if matrix_dir is not None:
-            sys.stdout.write(f"rows merged into {matrix_dir}; cells and reports in {sweep_options.envs_dir}\n")
+            sys.stdout.write(f"rows merged into {matrix_dir}; cells and reports in {envs_dir}\n")
     sys.stdout.flush()
-    if stop.exit_code is not None:
-        sys.stderr.write(f"gpudoctor: {stop.scope.reason}; finished cells are kept\n")
-        return stop.exit_code
-    return grid.exit_code

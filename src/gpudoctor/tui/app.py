@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -33,7 +34,8 @@ from gpudoctor.catalog import load_catalog, run_ids
 from gpudoctor.doctor import DoctorOptions, dependents, diagnose, make_report, probe_directory, rerun
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Environment, ProbeResult, Report
-from gpudoctor.render import to_markdown
+from gpudoctor.render import to_markdown, to_text
+from gpudoctor.runner import interrupted_result
 from gpudoctor.suite import PlannedRun
 from gpudoctor.tui.widgets import (
     SPINNER,
@@ -89,6 +91,7 @@ class DoctorApp(App[int]):
     CSS_PATH = "doctor.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "quit"),
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),  # as everywhere else, not Textual's hint
         Binding("r", "rerun_selected", "rerun selected"),
         Binding("R", "rerun_all", "rerun all"),
         Binding("j", "export_json", "export JSON"),
@@ -112,6 +115,7 @@ class DoctorApp(App[int]):
         self.last_written: Path | None = None
         self.running = False
         self.interrupted = False  # quit while work was running
+        self.kept: Report | None = None  # what had ended when quit mid-run
         self._scopes: dict[Worker[None], CancelScope] = {}
         self._frame = 0
 
@@ -138,13 +142,16 @@ class DoctorApp(App[int]):
     def on_mount(self) -> None:
         self.set_interval(0.2, self._tick)
         with contextlib.suppress(NotImplementedError, RuntimeError):
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._terminate)
+            loop = asyncio.get_running_loop()
+            loop.add_signal_handler(signal.SIGTERM, self._terminate)
+            loop.add_signal_handler(signal.SIGINT, self._interrupt)  # kill -INT from outside the terminal
         self._start_run()
 
     def on_unmount(self) -> None:
         self.session.cancel("the TUI closed")
         with contextlib.suppress(NotImplementedError, RuntimeError):
-            asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                asyncio.get_running_loop().remove_signal_handler(sig)
 
     @property
     def table(self) -> ProbeTable:
@@ -291,13 +298,28 @@ class DoctorApp(App[int]):
         self._stop("quit", EXIT_INTERRUPTED)
 
     def _terminate(self) -> None:
-        self._stop("terminated (SIGTERM)", EXIT_TERMINATED)
+        self._stop("stopped by SIGTERM", EXIT_TERMINATED)
+
+    def partial_report(self, reason: str) -> Report | None:
+        """The report of what had ended, the rest marked interrupted (None before the inventory was in)."""
+        if self.environment is None:
+            return None
+        results = [
+            self.results.get(run_id) or interrupted_result(run.invocation, reason)
+            for run_id, run in self.planned.items()
+        ]
+        return make_report(self.environment, results)
+
+    def _interrupt(self) -> None:
+        self._stop("stopped by SIGINT", EXIT_INTERRUPTED)
 
     def _stop(self, reason: str, interrupted_code: int) -> None:
-        """Kill every running probe now and leave; the exit status says whether work was cut short."""
+        """Kill every running probe now and leave; the exit status says whether work was cut short, and what
+        had ended is kept (``kept``) for the terminal once the app has gone."""
         self.interrupted = self.running
         self.session.cancel(reason)
         if self.interrupted:
+            self.kept = self.partial_report(reason)
             self.exit(interrupted_code)
         else:
             self.exit(self.report.exit_code if self.report is not None else 1)
@@ -369,9 +391,14 @@ class DoctorApp(App[int]):
 
 
 def run_tui(options: DoctorOptions) -> int:
-    """Run the app on this terminal. Exit status: the report's; 130 when quit (143 on SIGTERM) mid-run."""
+    """Run the app on this terminal. Exit status: the report's; 130 when quit (143 on SIGTERM) mid-run, and
+    then what had ended is printed on the terminal the app leaves behind."""
     app = DoctorApp(options)
     code = app.run()
+    if app.kept is not None:
+        sys.stdout.write(to_text(app.kept))
+        sys.stdout.flush()
+        sys.stderr.write(f"gpudoctor: {app.session.reason}; kept the runs that had ended\n")
     if code is not None:
         return code
     return app.report.exit_code if app.report is not None else 1
