@@ -23,6 +23,7 @@ from gpudoctor.errors import GpuDoctorError
 from gpudoctor.interpreter import site_packages
 from gpudoctor.inventory import package_versions
 from gpudoctor.sweep.grid import Cell
+from gpudoctor.textfile import read_text
 
 STAMP = "gpudoctor-cell.json"
 INHERIT_PTH = "_gpudoctor_inherit.pth"
@@ -154,8 +155,8 @@ class EnvironmentBuilder:
         stamp = env / STAMP
         if stamp.is_file() and _env_python(env).is_file():
             try:
-                recorded = json.loads(stamp.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                recorded = json.loads(read_text(stamp, 1024 * 1024))
+            except (GpuDoctorError, ValueError):
                 recorded = None
             if isinstance(recorded, dict) and recorded.get("request") == self._stamp(cell):
                 return Built(_env_python(env), recorded.get("installed", {}), time.monotonic() - started, True)

@@ -25,11 +25,13 @@ from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Report
 from gpudoctor.sweep.envs import Built, EnvironmentBuilder, Interrupted
 from gpudoctor.sweep.grid import Cell, CellResult, CellStatus
+from gpudoctor.textfile import read_text
 
 if TYPE_CHECKING:
     from gpudoctor.kernelspec import CallRequest
 
 RESULTS_DIR = "results"
+MAX_KEPT_BYTES = 64 * 1024 * 1024  # a kept cell result or report
 
 
 @dataclass(frozen=True)
@@ -96,8 +98,8 @@ class Sweep:
         """The result an earlier sweep kept for this cell, unless it was interrupted or is unreadable."""
         path = self._result_file(cell)
         try:
-            result = CellResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, KeyError, TypeError):
+            result = CellResult.from_dict(json.loads(read_text(path, MAX_KEPT_BYTES)))
+        except (GpuDoctorError, ValueError, KeyError, TypeError):
             return None
         if result.cell != cell or result.status is CellStatus.INTERRUPTED or result.request != self.request:
             return None
@@ -190,9 +192,9 @@ class Sweep:
 
         if report is None:
             try:
-                data = json.loads((self.options.envs_dir / result.report).read_text(encoding="utf-8"))
+                data = json.loads(read_text(self.options.envs_dir / result.report, MAX_KEPT_BYTES))
                 report = Report.from_dict(data)
-            except (OSError, ValueError, KeyError, TypeError):
+            except (GpuDoctorError, ValueError, KeyError, TypeError):
                 return
         try:
             row = row_from_report(report, self.known)
