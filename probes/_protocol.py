@@ -5,13 +5,15 @@ The runner imports this as ``gpudoctor.protocol``; probes import the byte-identi
 Standard library only; compatible with Python 3.8.
 
 A probe appends JSON lines to the file named by RESULT_FILE_ENV, flushed as they happen: a ``step`` event
-before each thing it does (so a crash can be located), then one ``result`` event, then the SHUTDOWN_STEP
-step just before the interpreter exits (so a crash during teardown is told apart from one in the probe).
+before each thing it does (so a crash can be located, and each step timed), then one ``result`` event (also
+stamped), then the SHUTDOWN_STEP step just before the interpreter exits (so a crash during teardown is told
+apart from one in the probe, and teardown is timed).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 RESULT_FILE_ENV = "GPUDOCTOR_RESULT_FILE"  # where the probe appends its events
@@ -27,7 +29,7 @@ STATUS_FAIL = "fail"
 STATUSES = (STATUS_PASS, STATUS_SKIP, STATUS_FAIL)
 
 # Fields of a result event beside "event" and "status".
-RESULT_FIELDS = ("summary", "skip_reason", "exception_type", "message", "traceback", "details")
+RESULT_FIELDS = ("summary", "skip_reason", "exception_type", "message", "traceback", "details", "t")
 
 
 class DetailKey:
@@ -43,7 +45,9 @@ HARNESS_DETAILS = (DetailKey.PATCHES_APPLIED,)
 
 
 def step_event(name: str) -> dict[str, Any]:
-    return {"event": EVENT_STEP, "name": name}
+    """A step as it begins; ``t`` is CLOCK_MONOTONIC, which the runner on the same machine shares, so it can
+    time each step (and the interpreter's start before the first one) without the probe doing any sums."""
+    return {"event": EVENT_STEP, "name": name, "t": time.monotonic()}
 
 
 def encode(event: dict[str, Any]) -> str:

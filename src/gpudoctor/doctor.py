@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpudoctor import __version__
+from gpudoctor.caches import expected_durations, record_durations
 from gpudoctor.cancel import CancelScope
 from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.errors import GpuDoctorError
@@ -232,7 +233,10 @@ def diagnose(
     planned = plan(options, environment, specs)
     if on_plan is not None:
         on_plan(environment, planned)
-    results = run_plan(planned, jobs=options.jobs, on_start=on_start, on_result=on_result, cancel=cancel)
+    results = run_plan(
+        planned, jobs=options.jobs, on_start=on_start, on_result=on_result, cancel=cancel, expected=expected_durations()
+    )
+    record_durations(results)
     report = conclude(
         environment, results, planned, cancel=cancel, jobs=options.jobs, on_start=on_start, on_result=on_result
     )

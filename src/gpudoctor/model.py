@@ -246,6 +246,23 @@ class Frame:
 
 
 @dataclass(frozen=True)
+class StepTime:
+    """Where a probe process spent its wall time: one step, from its start (seconds after the process was
+    started) for its duration. The first is the interpreter's own start, the last its shutdown."""
+
+    name: str
+    start_s: float
+    duration_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "start_s": round(self.start_s, 3), "duration_s": round(self.duration_s, 3)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StepTime:
+        return cls(name=str(data["name"]), start_s=float(data["start_s"]), duration_s=float(data["duration_s"]))
+
+
+@dataclass(frozen=True)
 class ProbeResult:
     """What one probe run produced. Every field but ``id``, ``outcome`` and ``duration_s`` may be empty."""
 
@@ -266,6 +283,9 @@ class ProbeResult:
     details: Mapping[str, Any] = field(default_factory=dict)
     stdout_tail: str = ""
     stderr_tail: str = ""
+    steps: tuple[StepTime, ...] = ()  # where the wall time went (empty when the process never ran)
+    cpu_s: float | None = None  # user + system CPU time of the probe process and the children it waited for
+    peak_rss_mib: float | None = None  # its peak resident memory
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -286,6 +306,9 @@ class ProbeResult:
             "details": dict(self.details),
             "stdout_tail": self.stdout_tail,
             "stderr_tail": self.stderr_tail,
+            "steps": [step.to_dict() for step in self.steps],
+            "cpu_s": None if self.cpu_s is None else round(self.cpu_s, 3),
+            "peak_rss_mib": None if self.peak_rss_mib is None else round(self.peak_rss_mib, 1),
         }
 
     @classmethod
@@ -308,6 +331,9 @@ class ProbeResult:
             details=dict(data.get("details", {})),
             stdout_tail=str(data.get("stdout_tail", "")),
             stderr_tail=str(data.get("stderr_tail", "")),
+            steps=tuple(StepTime.from_dict(step) for step in data.get("steps", ())),
+            cpu_s=None if data.get("cpu_s") is None else float(data["cpu_s"]),
+            peak_rss_mib=None if data.get("peak_rss_mib") is None else float(data["peak_rss_mib"]),
         )
 
 

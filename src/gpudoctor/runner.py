@@ -6,21 +6,25 @@ stderr, and the structured result read from a side-channel file. Nothing a probe
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import shlex
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpudoctor.caches import probe_cache_env, reserved_temp_dir
 from gpudoctor.cancel import CancelScope, kill_group
 from gpudoctor.capture import TailReader
 from gpudoctor.crashinfo import fatal_error, faulthandler_frames, signal_name, traceback_tail
-from gpudoctor.model import Device, Frame, Outcome, ProbeResult, ProbeSpec
+from gpudoctor.model import Device, Frame, Outcome, ProbeResult, ProbeSpec, StepTime
 from gpudoctor.protocol import (
     EVENT_RESULT,
     EVENT_STEP,
@@ -36,6 +40,7 @@ from gpudoctor.textfile import read_prefix
 
 CAPTURE_LIMIT = 64 * 1024  # bytes kept from the end of each of stdout and stderr
 RESULT_FILE_LIMIT = 16 * 1024 * 1024
+STARTUP_STEP = "interpreter start"  # from spawning the process to the probe's first step
 _DUMP_GRACE_S = 1.0
 
 
@@ -109,17 +114,20 @@ def run_probe(invocation: ProbeInvocation, cancel: CancelScope | None = None) ->
     """
     if cancel is not None and cancel.cancelled:
         return interrupted_result(invocation, cancel.reason or "cancelled before it started")
-    with tempfile.TemporaryDirectory(prefix="gpudoctor-") as scratch:
+    with contextlib.ExitStack() as stack:
+        scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="gpudoctor-"))
         result_file = Path(scratch) / "result.jsonl"
         env = dict(os.environ)
+        env.update(probe_cache_env())  # warm compile caches across runs (content-keyed by MAX and torch)
         env.update(invocation.extra_env)
         env[RESULT_FILE_ENV] = str(result_file)
         # A temporary folder of its own: MAX builds a source package to a path in the temp folder named by
         # the source path alone, so two probes compiling the same package at once would overwrite the file
         # the other has mapped (SIGBUS); a crash must come from the stack, never from a neighbouring probe.
+        # Kept between runs of the same run id (locked while in use), so MAX's compile cache stays warm.
         private_tmp = Path(scratch) / "tmp"
         private_tmp.mkdir()
-        env["TMPDIR"] = str(private_tmp)
+        env["TMPDIR"] = str(stack.enter_context(reserved_temp_dir(invocation.run_id, invocation.python, private_tmp)))
         env["PYTHONFAULTHANDLER"] = "1"
         env["PYTHONUNBUFFERED"] = "1"
         started = time.monotonic()
@@ -150,9 +158,12 @@ def run_probe(invocation: ProbeInvocation, cancel: CancelScope | None = None) ->
         for reader in readers:
             reader.start()
         owner = cancel if cancel is not None else CancelScope()
+        reaper = _Reaper(process)
+        reaper.start()
         with owner.owning(process.pid):  # start_new_session: the pid is the group id
-            returncode, timed_out = _wait(process, started + invocation.timeout_s)
-            duration = time.monotonic() - started
+            returncode, timed_out = _wait(process, reaper, started + invocation.timeout_s)
+            ended = reaper.ended
+            duration = ended - started
             # Whatever the probe left behind in its group (a hung grandchild) goes too, or the pipes never close.
             kill_group(process.pid)
         for reader in readers:
@@ -160,7 +171,7 @@ def run_probe(invocation: ProbeInvocation, cancel: CancelScope | None = None) ->
         events = read_events(result_file)
     if owner.cancelled:
         return interrupted_result(invocation, owner.reason or "cancelled", duration)
-    return classify(
+    result = classify(
         invocation,
         returncode=returncode,
         timed_out=timed_out,
@@ -169,22 +180,76 @@ def run_probe(invocation: ProbeInvocation, cancel: CancelScope | None = None) ->
         stdout=readers[0].text(),
         stderr=readers[1].text(),
     )
+    return dataclasses.replace(
+        result,
+        steps=step_times(events, started, ended),
+        cpu_s=reaper.cpu_s,
+        peak_rss_mib=reaper.peak_rss_mib,
+    )
 
 
-def _wait(process: subprocess.Popen[bytes], deadline: float) -> tuple[int, bool]:
+class _Reaper(threading.Thread):
+    """Waits for the probe process with wait4, which also gives what it cost: CPU time and peak memory.
+
+    The exit status is handed to the Popen object, so nothing else waits for (or reaps) the same process."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        super().__init__(daemon=True)
+        self.process = process
+        self.done = threading.Event()
+        self.returncode = -1
+        self.ended = 0.0
+        self.cpu_s: float | None = None
+        self.peak_rss_mib: float | None = None
+
+    def run(self) -> None:
+        try:
+            _, status, usage = os.wait4(self.process.pid, 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+            self.cpu_s = usage.ru_utime + usage.ru_stime
+            self.peak_rss_mib = usage.ru_maxrss / 1024  # KiB on Linux
+        except ChildProcessError:  # reaped elsewhere: the status is Popen's
+            self.returncode = self.process.wait()
+        finally:
+            self.ended = time.monotonic()
+            self.process.returncode = self.returncode
+            self.done.set()
+
+
+def step_times(events: list[dict[str, Any]], started: float, ended: float) -> tuple[StepTime, ...]:
+    """Each step's start and duration from the stamped events: the interpreter's start until the first step,
+    each step until the next one (or the result), the shutdown step until the process ended. Stamps outside
+    the process's life (another clock, a forged line) are ignored."""
+    marks: list[tuple[str | None, float]] = []  # None: the result, which ends the step before it
+    for event in events:
+        stamp = event.get("t")
+        if isinstance(stamp, bool) or not isinstance(stamp, int | float) or not started <= stamp <= ended:
+            continue
+        if event.get("event") == EVENT_STEP:
+            marks.append((redact_text(str(event.get("name"))), float(stamp)))
+        elif event.get("event") == EVENT_RESULT:
+            marks.append((None, float(stamp)))
+    if not marks:
+        return ()
+    times = [StepTime(STARTUP_STEP, 0.0, marks[0][1] - started)]
+    for index, (name, stamp) in enumerate(marks):
+        if name is not None:
+            until = marks[index + 1][1] if index + 1 < len(marks) else ended
+            times.append(StepTime(name, stamp - started, max(0.0, until - stamp)))
+    return tuple(times)
+
+
+def _wait(process: subprocess.Popen[bytes], reaper: _Reaper, deadline: float) -> tuple[int, bool]:
     """Wait for the probe until ``deadline``; on timeout dump its threads, then kill its group."""
-    try:
-        return process.wait(timeout=max(0.0, deadline - time.monotonic())), False
-    except subprocess.TimeoutExpired:
-        pass
+    if reaper.done.wait(max(0.0, deadline - time.monotonic())):
+        return reaper.returncode, False
     # The probe harness registers faulthandler on SIGUSR1: ask where every thread hangs first.
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(process.pid, signal.SIGUSR1)
-        process.wait(timeout=_DUMP_GRACE_S)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        pass
-    kill_group(process.pid)
-    return process.wait(), True
+    if not reaper.done.wait(_DUMP_GRACE_S):
+        kill_group(process.pid)
+        reaper.done.wait()
+    return reaper.returncode, True
 
 
 def classify(

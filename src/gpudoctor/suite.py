@@ -139,6 +139,7 @@ def run_plan(
     speculative: bool = True,
     cancel: CancelScope | None = None,
     given: Mapping[str, ProbeResult] | None = None,
+    expected: Mapping[str, float] | None = None,
 ) -> tuple[ProbeResult, ...]:
     """Run the plan with at most ``jobs`` probe processes at once; results come back in plan order.
 
@@ -150,6 +151,9 @@ def run_plan(
     ``given`` holds results already known (a rerun keeps them): those runs are not started again, and what
     builds on them sees their outcome. Cancelling ``cancel`` kills every running probe at once; runs not yet
     ended come back INTERRUPTED, and results that had ended are kept.
+
+    ``expected`` (seconds per run id, from earlier runs) starts the longest runs first when there are more
+    runs than ``jobs``: the suite is as fast as its slowest chain, so the slow ones must not start last.
     """
     if jobs < 1:
         raise GpuDoctorError(f"--jobs must be at least 1, not {jobs}")
@@ -158,6 +162,8 @@ def run_plan(
     held: dict[str, ProbeResult] = {}  # ended, but a prerequisite is still running
     known = dict(given or {})
     waiting = [p for p in plan if p.run_id not in known]
+    if expected:
+        waiting.sort(key=lambda run: -expected.get(run.run_id, 0.0))  # stable: plan order among the unknown
     by_id = {p.run_id: p for p in plan}
     scopes: dict[str, CancelScope] = {}
     stopped: set[str] = set()  # runs killed because a prerequisite failed while they ran ahead of it

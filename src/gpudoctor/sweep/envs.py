@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpudoctor.atomic import atomic_write
+from gpudoctor.caches import cache_dir
 from gpudoctor.cancel import CancelScope, kill_group
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.interpreter import site_packages
@@ -203,10 +204,7 @@ class EnvironmentBuilder:
 
 def default_envs_dir() -> Path:
     """Where sweep environments live: $GPUDOCTOR_CACHE_DIR/envs, else the XDG cache."""
-    explicit = os.environ.get("GPUDOCTOR_CACHE_DIR")
-    if explicit:
-        return Path(explicit) / "envs"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpudoctor" / "envs"
+    return cache_dir() / "envs"
 
 
 def default_python() -> str:
