@@ -119,6 +119,38 @@ def patch_commands(report: Report, patch: str) -> list[str]:
     ]
 
 
+def cost_line(result: ProbeResult) -> str | None:
+    """"5.8 s wall, 5.8 s CPU, 719 MiB peak" (None for a run that never started a process)."""
+    if result.cpu_s is None and not result.steps:
+        return None
+    parts = [f"{result.duration_s:.1f} s wall"]
+    if result.cpu_s is not None:
+        parts.append(f"{result.cpu_s:.1f} s CPU")
+    if result.peak_rss_mib is not None:
+        parts.append(f"{result.peak_rss_mib:.0f} MiB peak")
+    return ", ".join(parts)
+
+
+def steps_line(result: ProbeResult) -> str:
+    """Where the wall time went, step by step: "interpreter start 0.9 s · import torch 0.8 s · ..."."""
+    return " · ".join(f"{step.name} {step.duration_s:.1f} s" for step in result.steps)
+
+
+def _timings_markdown(report: Report) -> list[str]:
+    timed = [r for r in report.results if r.steps]
+    if not timed:
+        return []
+    lines = ["<details><summary>Where the time went</summary>", ""]
+    lines += ["| run | wall | CPU | peak memory | steps |", "| --- | --- | --- | --- | --- |"]
+    for result in timed:
+        cpu = f"{result.cpu_s:.1f} s" if result.cpu_s is not None else ""
+        peak = f"{result.peak_rss_mib:.0f} MiB" if result.peak_rss_mib is not None else ""
+        lines.append(
+            f"| {_cell(result.id)} | {result.duration_s:.1f} s | {cpu} | {peak} | {_cell(steps_line(result))} |"
+        )
+    return [*lines, "", "</details>", ""]
+
+
 def _problem_details_markdown(result: ProbeResult) -> list[str]:
     lines = [f"### {result.id}: {_MARKS[result.outcome]}", "", safe_text(result.summary), ""]
     lines += ["Reproduce:", "", _fence(result.command), ""]
@@ -167,6 +199,7 @@ def to_markdown(report: Report) -> str:
     for result in report.results:
         if result.outcome.is_problem:
             lines += _problem_details_markdown(result)
+    lines += _timings_markdown(report)
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Static
 
 from gpudoctor.matrix import Nearness, near_lines
 from gpudoctor.model import Environment, Outcome, ProbeResult, Report
-from gpudoctor.render import environment_rows, safe_text
+from gpudoctor.render import cost_line, environment_rows, safe_text
 from gpudoctor.suite import PlannedRun
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -112,6 +112,9 @@ def details_text(run_id: str, run: PlannedRun | None, result: ProbeResult | None
     text.append(mark, style=style)
     text.append(f"  {result.duration_s:.1f} s" + (f"  {result.signal}" if result.signal else "") + "\n")
     text.append(safe_text(result.summary) + "\n")
+    if (cost := cost_line(result)) is not None:
+        text.append("cost: ", style="bold")
+        text.append(cost + "\n")
     for label, value in (
         ("last step", result.last_step),
         ("exception", result.exception_type),
@@ -127,6 +130,10 @@ def details_text(run_id: str, run: PlannedRun | None, result: ProbeResult | None
         for frame in result.frames:
             line = frame.line if frame.line is not None else "?"
             text.append(safe_text(f"[{frame.thread or 'main'}] {frame.file}:{line} in {frame.function}") + "\n")
+    if result.steps:
+        text.append("\nwhere the time went (start, duration):\n", style="bold")
+        for step in result.steps:
+            text.append(safe_text(f"{step.start_s:6.1f} s {step.duration_s:6.1f} s  {step.name}") + "\n")
     if result.details:
         text.append("\ndetails:\n", style="bold")
         for key, value in result.details.items():

@@ -1,0 +1,129 @@
+"""Where a run's time goes (per-step wall time, CPU time, peak memory from real probe processes), and the speed
+measures that must not weaken isolation: reused temporary folders and warm caches, learned start order."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, synthetic_copy, validate_report
+
+from gpudoctor.caches import reserved_temp_dir
+from gpudoctor.doctor import DoctorOptions, diagnose
+from gpudoctor.model import Device, Outcome, ProbeSpec
+from gpudoctor.runner import STARTUP_STEP, ProbeInvocation, run_probe
+from gpudoctor.suite import PlannedRun, run_plan
+
+SYNTHETIC = ROOT / "tests" / "synthetic_probes"
+IDENTITY_CATALOG = """
+[[probe]]
+id = "first"
+script = "identity.py"
+title = "notes its process group and temporary folder"
+devices = ["cpu"]
+details = ["pid", "pgid", "tmpdir"]
+
+[[probe]]
+id = "second"
+script = "identity.py"
+title = "the same, beside it"
+devices = ["cpu"]
+details = ["pid", "pgid", "tmpdir"]
+
+[[probe]]
+id = "segfaults"
+script = "segfaults.py"
+title = "crashes while the others run"
+"""
+
+
+def _invocation(script: str, probe_id: str, device: Device = Device.NONE) -> ProbeInvocation:
+    spec = ProbeSpec(id=probe_id, script=script, title=probe_id, devices=(device,), details=("answer",))
+    return ProbeInvocation(spec, device, os.environ.get("PYTHON", __import__("sys").executable), SYNTHETIC, 60)
+
+
+def test_every_second_of_a_run_is_in_a_step() -> None:
+    result = run_probe(_invocation("passes.py", "passes", Device.CPU))
+    assert result.outcome is Outcome.PASS
+    names = [step.name for step in result.steps]
+    assert names == [STARTUP_STEP, "add numbers", "interpreter shutdown"]
+    accounted = sum(step.duration_s for step in result.steps)
+    assert abs(accounted - result.duration_s) < 0.05, (accounted, result.duration_s)
+    for before, after in zip(result.steps, result.steps[1:], strict=False):
+        assert after.start_s >= before.start_s
+    assert result.cpu_s is not None and result.cpu_s > 0
+    assert result.peak_rss_mib is not None and 5 < result.peak_rss_mib < 1024
+
+
+def test_a_crash_is_timed_up_to_the_moment_it_happened() -> None:
+    result = run_probe(_invocation("segfaults.py", "segfaults"))
+    assert result.outcome is Outcome.CRASH
+    assert [step.name for step in result.steps] == [STARTUP_STEP, "read address 0"]
+    assert abs(sum(step.duration_s for step in result.steps) - result.duration_s) < 0.05
+
+
+def test_timings_reach_json_and_markdown(tmp_path: Path) -> None:
+    probes = synthetic_copy(tmp_path, IDENTITY_CATALOG)
+    report = diagnose(DoctorOptions(probe_dir=probes, jobs=3))
+    validate_report(json.loads(json.dumps(report.to_dict())))
+    first = report.to_dict()["results"][0]
+    assert first["steps"][0]["name"] == STARTUP_STEP and first["cpu_s"] > 0 and first["peak_rss_mib"] > 0
+    from gpudoctor.render import to_markdown
+
+    markdown = to_markdown(report)
+    assert "<summary>Where the time went</summary>" in markdown
+    assert "stay a while, so that its neighbours run at the same time 1.0 s" in markdown
+
+
+def test_a_crash_beside_reused_folders_and_warm_caches_touches_no_other_run(tmp_path: Path) -> None:
+    """Three probes at once, one of them segfaulting: each in a process group of its own (it leads it), each
+    with a temporary folder no other run shares; the two that pass pass. Run twice, each run id gets its own
+    folder back (the warm MAX cache depends on it) and still never another's."""
+    probes = synthetic_copy(tmp_path, IDENTITY_CATALOG)
+    folders = []
+    for _ in range(2):
+        report = diagnose(DoctorOptions(probe_dir=probes, jobs=3))
+        outcomes = {r.id: r.outcome for r in report.results}
+        assert outcomes == {"first/cpu": Outcome.PASS, "second/cpu": Outcome.PASS, "segfaults": Outcome.CRASH}
+        details = [report.result(run_id).details for run_id in ("first/cpu", "second/cpu")]  # type: ignore[union-attr]
+        assert all(d["pid"] == d["pgid"] for d in details)  # group leaders: a kill of one group is that run alone
+        assert details[0]["pgid"] != details[1]["pgid"] and os.getpgrp() not in {d["pgid"] for d in details}
+        assert details[0]["tmpdir"] != details[1]["tmpdir"]
+        folders.append((details[0]["tmpdir"], details[1]["tmpdir"]))
+    assert folders[0] == folders[1]
+
+
+def test_a_reserved_folder_is_never_shared_between_two_runs_at_once(tmp_path: Path) -> None:
+    fallback = tmp_path / "fallback"
+    with reserved_temp_dir("custom-op/cpu", "/venv/bin/python", fallback) as first:
+        with reserved_temp_dir("custom-op/cpu", "/venv/bin/python", fallback) as second:
+            assert first != fallback and second == fallback
+        with reserved_temp_dir("custom-op/cpu", "/other/bin/python", fallback) as other:
+            assert other not in (first, fallback)  # another interpreter (a sweep cell) has its own
+    with reserved_temp_dir("custom-op/cpu", "/venv/bin/python", fallback) as again:
+        assert again == first
+
+
+def test_runs_expected_to_take_longest_start_first() -> None:
+    plan = [
+        PlannedRun(_invocation("passes.py", name, Device.CPU), (), None) for name in ("short", "long", "unknown")
+    ]
+    started: list[str] = []
+    lock = threading.Lock()
+
+    def heard(run: PlannedRun) -> None:
+        with lock:
+            started.append(run.run_id)
+
+    results = run_plan(plan, jobs=1, on_start=heard, expected={"short/cpu": 1.0, "long/cpu": 9.0})
+    assert started == ["long/cpu", "short/cpu", "unknown/cpu"]
+    assert [r.id for r in results] == ["short/cpu", "long/cpu", "unknown/cpu"]  # results stay in plan order
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reserved folders and learned durations of these tests go to a cache folder of their own."""
+    monkeypatch.setenv("GPUDOCTOR_CACHE_DIR", str(tmp_path / "cache"))
