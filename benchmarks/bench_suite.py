@@ -103,6 +103,15 @@ def critical_path(run: Run) -> list[str]:
     return lines
 
 
+def run_table(run: Run) -> list[str]:
+    lines = []
+    for run_id, result in sorted(run.results.items(), key=lambda item: -item[1]["duration_s"]):
+        cpu, rss = result.get("cpu_s") or 0.0, result.get("peak_rss_mib") or 0.0
+        steps = ", ".join(f"{s['name'][:40]} {s['duration_s']:.1f}" for s in result.get("steps", []))
+        lines.append(f"  {run_id:<30} {result['duration_s']:5.1f} s  cpu {cpu:5.1f} s  {rss:5.0f} MiB  [{steps}]")
+    return lines
+
+
 _BRIDGE = "import torch\ntry:\n import max.experimental.torch\nexcept ImportError:\n import max.torch"
 
 
@@ -190,6 +199,8 @@ def main() -> None:
             print(f"warm caches, --jobs {jobs}:  {describe(walls)}")
         print(f"critical path, warm, --jobs {parallel_jobs[0]}:")
         print("\n".join(critical_path(last[parallel_jobs[0]])))
+        print(f"every run of the last warm --jobs {parallel_jobs[0]} run (wall, CPU, peak memory, steps):")
+        print("\n".join(run_table(last[parallel_jobs[0]])))
         alone = statistics.median(s for s, _ in slowest)
         names = sorted({name for _, name in slowest})
         how = "run alone (serial runs)" if serial_walls else "in the parallel runs (no serial run)"
