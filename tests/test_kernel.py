@@ -467,3 +467,17 @@ def test_a_gpu_style_run_waits_for_the_cpu_run_only_when_it_compares(tmp_path: P
     judged = subprocess.run([*probe, "--calls", calls, "--compare", str(saved)], capture_output=True, text=True)
     assert judged.returncode == 0, judged.stdout + judged.stderr[-2000:]
     assert "results not checked (the CPU's result looks wrong, so it is no reference: double output 0" in judged.stdout
+
+
+def test_recorded_h100_run_judges_each_device_against_the_reference() -> None:
+    """The GPU half of the honest verdicts, recorded on the H100 (tests/kernels/cpu_zeros with
+    `--reference "x0 * 2"`): the CPU branch that writes zeros fails against the reference, the GPU branch is
+    judged on its own against the same reference and passes."""
+    document = json.loads((ROOT / "tests" / "fixtures" / "h100-kernel-cpu-zeros.json").read_text())
+    validate_report(document)
+    report = Report.from_dict(document)
+    assert report.environment.driver.gpus[0].name == "NVIDIA H100 80GB HBM3"
+    cpu, cuda = report.result("kernel/cpu"), report.result("kernel/cuda")
+    assert cpu is not None and cpu.outcome is Outcome.FAIL and cpu.details.get("differs_from_reference") is True
+    assert cuda is not None and cuda.outcome is Outcome.PASS and cuda.details.get("results_checked") == "reference"
+    assert [f.id for f in report.findings if f.severity == "problem"] == ["kernel-differs-from-reference"]

@@ -53,21 +53,21 @@ def probe_cache_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def reserved_temp_dir(run_id: str, python: str, fallback: Path) -> Iterator[Path]:
+def reserved_temp_dir(run_id: str, key: str, fallback: Path) -> Iterator[Path]:
     """The temporary folder a probe run keeps between runs, held exclusively while the block runs.
 
     MAX builds a source package into the temporary folder, and its compile cache is keyed by that path: a fresh
     folder each run means a cold compile each run (9 s instead of 1.5 s for the control kernel on a CPU). The
-    folder is private to one run id and interpreter, and locked, so no two probes ever share one (two at once
-    would overwrite the package file the other has mapped: SIGBUS). ``fallback`` when it is held by another
-    process or cannot be made.
+    folder is private to one run id and ``key`` (the MAX release, or the interpreter), and locked, so no two
+    probes ever share one at once (they would overwrite the package file the other has mapped: SIGBUS).
+    ``fallback`` when it is held by another process or cannot be made.
     """
-    digest = hashlib.sha256(python.encode()).hexdigest()[:12]
-    key = re.sub(r"[^A-Za-z0-9._-]", "_", run_id) + "-" + digest
-    folder = cache_dir() / "tmp" / key
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", run_id) + "-" + digest
+    folder = cache_dir() / "tmp" / name
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        lock = os.open(folder.parent / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        lock = os.open(folder.parent / f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError:
         yield fallback
         return

@@ -55,6 +55,9 @@ class ProbeInvocation:
     timeout_s: float
     extra_env: Mapping[str, str] = field(default_factory=dict)
     gpu_label: str | None = None  # set when one probe runs once per GPU: "kernel/cuda:1"
+    # Which reserved temporary folder (and so which warm MAX cache) the run may reuse: runs of the same probe
+    # with the same MAX share one, whichever interpreter (a sweep's cells); by default, the interpreter.
+    cache_key: str | None = None
 
     @property
     def run_id(self) -> str:
@@ -127,7 +130,8 @@ def run_probe(invocation: ProbeInvocation, cancel: CancelScope | None = None) ->
         # Kept between runs of the same run id (locked while in use), so MAX's compile cache stays warm.
         private_tmp = Path(scratch) / "tmp"
         private_tmp.mkdir()
-        env["TMPDIR"] = str(stack.enter_context(reserved_temp_dir(invocation.run_id, invocation.python, private_tmp)))
+        key = invocation.cache_key or invocation.python
+        env["TMPDIR"] = str(stack.enter_context(reserved_temp_dir(invocation.run_id, key, private_tmp)))
         env["PYTHONFAULTHANDLER"] = "1"
         env["PYTHONUNBUFFERED"] = "1"
         started = time.monotonic()

@@ -112,6 +112,7 @@ def plan_runs(
                 python=python,
                 probe_dir=probe_dir,
                 timeout_s=timeout_s or spec.timeout_s,
+                cache_key=f"max-{environment.packages.get('max')}" if environment.packages.get("max") else None,
             )
             reason = known_skip_reason(spec, device, environment)
             plan.append(PlannedRun(invocation, _prerequisite_run_ids(spec, device, by_id), reason))

@@ -55,7 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-matrix", action="store_true", help="record nothing in the matrix")
     parser.add_argument("--envs", type=folder_to_write, metavar="DIR", help="where cell environments and results live")
     parser.add_argument(
-        "--parallel", type=whole_number(1, 64), default=1, metavar="N", help="cells at once (default 1)"
+        "--parallel",
+        type=whole_number(1, 64),
+        default=None,
+        metavar="N",
+        help="cells at once (default: one per 4 probe slots this machine has, at least 1)",
     )
     parser.add_argument("--jobs", "-j", type=positive_int, default=None, help="probes at once inside each cell")
     parser.add_argument("--only", metavar="ID", action="append", help="run only this probe (and what it needs)")
@@ -107,13 +111,16 @@ def run(argv: Sequence[str]) -> int:
         raise GpuDoctorError(f"--inherit {options.inherit!r}: no such interpreter")
     cells = tuple(gridmod.cells(torch_versions, max_versions, python))
     kernel_path, kernel_requests = _kernel(options)
-    jobs = options.jobs or max(1, default_jobs() // options.parallel)
+    # Cells at once within the machine's CPU and memory (default_jobs counts both): one cell per four probe slots,
+    # so one cell builds its environment (I/O) while others examine theirs (CPU).
+    parallel = options.parallel or max(1, default_jobs() // 4)
+    jobs = options.jobs or max(1, default_jobs() // parallel)
     sweep_options = SweepOptions(
         cells=cells,
         envs_dir=(options.envs or default_envs_dir()).absolute(),
         matrix_dir=matrix_dir,
         only=tuple(options.only) if options.only else None,
-        parallel=options.parallel,
+        parallel=parallel,
         probe_jobs=jobs,
         timeout_s=options.timeout,
         refresh=options.refresh,
