@@ -1,7 +1,8 @@
 """The command-line face: one module per subcommand, each parsing its options and rendering a Report.
 
 ``gpudoctor`` (doctor_command), ``gpudoctor kernel`` (kernel_command), ``gpudoctor matrix`` (matrix_command),
-``gpudoctor sweep`` (sweep_command), ``gpudoctor patch`` (patch_command), ``gpudoctor scan`` (scan_command).
+``gpudoctor sweep`` (sweep_command), ``gpudoctor patch`` (patch_command), ``gpudoctor scan`` (scan_command),
+``gpudoctor fleet`` (fleet_command).
 Exit codes: 0 healthy, 1 a problem found, 2 bad input or usage, 130 interrupted, 143 terminated.
 """
 
@@ -30,6 +31,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         from gpudoctor.cli import patch_command
 
         return patch_command.run(argv[1:])
+    if argv[:1] == ["fleet"]:
+        from gpudoctor.cli import fleet_command
+
+        return fleet_command.run(argv[1:])
     if argv[:1] == ["scan"]:
         from gpudoctor.cli import scan_command
 

@@ -1,0 +1,83 @@
+"""`gpudoctor fleet`: the doctor on every node of a Ray cluster, and the odd nodes out."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+
+from gpudoctor.cli.common import OneLineParser, seconds, stop_on_signals
+from gpudoctor.model import Device
+
+
+def build_parser() -> OneLineParser:
+    parser = OneLineParser(
+        prog="gpudoctor fleet",
+        description="Run the doctor on every alive node of a Ray cluster at once (one task pinned to each node; "
+        "the CPU run and one run per GPU with only that GPU visible), group the nodes by environment and outcome, "
+        "and name the odd ones out with what sets them apart. Needs Ray: pip install \"gpudoctor[fleet]\". "
+        "Exit status: 0 every node healthy, 1 a problem or a node that did not answer, 2 usage error, 130/143 "
+        "interrupted (nodes that answered are kept).",
+    )
+    parser.add_argument("--address", metavar="ADDR", help="the cluster's head, host:port (default: as Ray resolves it)")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print one JSON document (nodes, groups, odd ones out)")
+    output.add_argument("--markdown", action="store_true", help="print a Markdown report")
+    output.add_argument("--plain", action="store_true", help="plain text (the default)")
+    parser.add_argument("--show-hosts", action="store_true", help="show node host names and addresses")
+    parser.add_argument("--node-timeout", type=seconds, default=1800.0, metavar="S", help="limit for each doctor run")
+    passed = parser.add_argument_group("passed to the doctor on each node")
+    passed.add_argument("--python", metavar="PATH", help="the interpreter to examine there (a path on the nodes)")
+    passed.add_argument("--only", metavar="ID", action="append", help="run only this probe (and what it needs)")
+    passed.add_argument("--device", choices=[d.value for d in (Device.CPU, Device.CUDA)], help="only this device")
+    passed.add_argument("--probes", metavar="DIR", help="a probe folder (a path on the nodes)")
+    passed.add_argument("--no-probes", action="store_true", help="inventory only")
+    passed.add_argument("--timeout", type=seconds, metavar="S", help="override every probe's timeout")
+    return parser
+
+
+def doctor_args(options: object) -> tuple[str, ...]:
+    args: list[str] = []
+    for flag, value in (("--python", getattr(options, "python", None)), ("--device", getattr(options, "device", None)),
+                        ("--probes", getattr(options, "probes", None))):  # fmt: skip
+        if value:
+            args += [flag, str(value)]
+    for probe in getattr(options, "only", None) or ():
+        args += ["--only", probe]
+    if getattr(options, "timeout", None):
+        args += ["--timeout", f"{options.timeout:g}"]  # type: ignore[attr-defined]
+    if getattr(options, "no_probes", False):
+        args.append("--no-probes")
+    return tuple(args)
+
+
+def run(argv: Sequence[str]) -> int:
+    from gpudoctor.fleet.ray_runner import FleetOptions, run_fleet
+    from gpudoctor.fleet.render import fleet_markdown, fleet_text
+    from gpudoctor.fleet.report import NodeRun
+
+    options = build_parser().parse_args(argv)
+    fleet_options = FleetOptions(
+        address=options.address,
+        doctor_args=doctor_args(options),
+        node_timeout_s=options.node_timeout,
+        show_hosts=options.show_hosts,
+    )
+
+    def heard(node: NodeRun) -> None:
+        if sys.stderr.isatty():
+            sys.stderr.write(f"  {node.label}: {node.status.value} ({node.duration_s:.1f} s)\n")
+
+    with stop_on_signals() as stop:
+        report = run_fleet(fleet_options, cancel=stop.scope, on_node=heard)
+        if options.json:
+            sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+        elif options.markdown:
+            sys.stdout.write(fleet_markdown(report))
+        else:
+            sys.stdout.write(fleet_text(report))
+        sys.stdout.flush()
+    if stop.exit_code is not None:
+        sys.stderr.write(f"gpudoctor: {stop.scope.reason}; kept the nodes that had answered\n")
+        return stop.exit_code
+    return report.exit_code

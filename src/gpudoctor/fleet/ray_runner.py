@@ -1,0 +1,240 @@
+"""The doctor on every alive node of a Ray cluster: one task pinned to each node runs `gpudoctor --json` there in
+a process of its own (the same isolation as a local run), once for the CPU and once per GPU with only that GPU
+visible. gpudoctor travels by Ray's runtime environment (``py_modules``), never by hand.
+
+The only module that imports Ray (the optional extra ``gpudoctor[fleet]``). Faults become node statuses: a node
+that dies mid-run is LOST, one that does not answer within the node limit TIMEOUT (its task cancelled), and a
+stopped fleet run cancels every task (its doctor gets SIGTERM and stops its probes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpudoctor import __version__
+from gpudoctor.cancel import CancelScope
+from gpudoctor.errors import GpuDoctorError
+from gpudoctor.fleet.report import FleetReport, NodeRun, NodeStatus, analyse
+from gpudoctor.model import Report
+
+RAY_MISSING = 'gpudoctor fleet needs Ray, an optional extra: pip install "gpudoctor[fleet]"'
+CONNECT_TIMEOUT_S = 15.0
+_POLL_S = 0.2
+
+
+@dataclass(frozen=True)
+class FleetOptions:
+    address: str | None = None  # None: the running cluster, as Ray resolves it (RAY_ADDRESS, then the local one)
+    doctor_args: tuple[str, ...] = ()  # passed to the doctor on each node (--python, --only, --device, ...)
+    node_timeout_s: float = 1800.0
+    show_hosts: bool = False
+
+
+NodeCallback = Callable[[NodeRun], None]
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise GpuDoctorError(RAY_MISSING) from None
+    return ray
+
+
+def _check_reachable(address: str) -> None:
+    """A host:port address must accept a connection within CONNECT_TIMEOUT_S (Ray itself retries for minutes)."""
+    target = address.removeprefix("ray://")
+    host, _, port = target.rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto", "local" or another form Ray resolves itself
+    try:
+        with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as error:
+        raise GpuDoctorError(
+            f"cannot reach the Ray cluster at {address}: {error.strerror or error}",
+            hint="give the head's address as host:port (ray status shows it), or start a cluster with ray start --head",
+        ) from None
+
+
+@contextlib.contextmanager
+def _staged_gpudoctor() -> Iterator[Path]:
+    """This gpudoctor as one package folder with its probes and kernels inside (the wheel's layout), for Ray to
+    ship to the nodes."""
+    from gpudoctor.catalog import default_kernel_dir, default_probe_dir
+
+    package = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory(prefix="gpudoctor-fleet-") as scratch:
+        target = Path(scratch) / "gpudoctor"
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+        shutil.copytree(package, target, ignore=ignore)
+        for name, source in (("probes", default_probe_dir()), ("kernels", default_kernel_dir())):
+            if not (target / "_data" / name).exists():
+                shutil.copytree(source, target / "_data" / name, ignore=ignore)
+        yield target
+
+
+def _connect(ray: Any, address: str | None, package: Path) -> None:
+    if address:
+        _check_reachable(address)
+    failure: list[BaseException] = []
+
+    def init() -> None:
+        try:
+            ray.init(
+                address=address or "auto",
+                runtime_env={"py_modules": [str(package)]},
+                log_to_driver=False,
+                logging_level=logging.ERROR,
+                configure_logging=True,
+            )
+        except BaseException as error:  # reported below, in the caller's thread
+            failure.append(error)
+
+    thread = threading.Thread(target=init, daemon=True)
+    thread.start()
+    thread.join(CONNECT_TIMEOUT_S + 15)
+    if thread.is_alive():
+        raise GpuDoctorError(f"the Ray cluster at {address or 'auto'} did not accept a connection in time")
+    if failure:
+        message = str(failure[0]).strip().splitlines()[0] if str(failure[0]).strip() else type(failure[0]).__name__
+        raise GpuDoctorError(
+            f"cannot connect to a Ray cluster ({address or 'the running one'}): {message}",
+            hint="start one with `ray start --head`, or give --address host:port",
+        )
+
+
+def _examine_node(doctor_args: list[str], timeout_s: float) -> dict[str, Any]:
+    """On the node: the doctor once for the CPU (and the inventory), then once per GPU with only that GPU
+    visible. Each doctor is a process of its own that dies with this worker (so a cancelled task leaves no
+    doctor behind: it gets SIGTERM and stops its probes)."""
+    import signal
+    import subprocess
+    import sys
+
+    import gpudoctor
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(gpudoctor.__file__)))
+    base_env = dict(os.environ)
+    base_env["PYTHONPATH"] = os.pathsep.join(p for p in (root, base_env.get("PYTHONPATH")) if p)
+
+    def die_with_parent() -> None:
+        with contextlib.suppress(Exception):
+            import ctypes
+
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+    def doctor(extra: list[str], env: dict[str, str]) -> dict[str, Any]:
+        started = time.monotonic()
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "gpudoctor", "--json", *doctor_args, *extra],
+                env=env, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
+                preexec_fn=die_with_parent,
+            )  # fmt: skip
+            return {"rc": done.returncode, "stdout": done.stdout, "stderr": done.stderr[-4000:],
+                    "seconds": time.monotonic() - started}  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return {"rc": None, "stdout": "", "stderr": f"no answer within {timeout_s:g} s", "seconds": timeout_s}
+
+    device_given = "--device" in doctor_args
+    runs = [doctor([] if device_given else ["--device", "cpu"], base_env)]
+    gpus = 0
+    with contextlib.suppress(ValueError, KeyError, TypeError):
+        gpus = len(json.loads(runs[0]["stdout"])["environment"]["driver"]["gpus"])
+    if not device_given and "--no-probes" not in doctor_args:
+        for index in range(gpus):
+            runs.append(doctor(["--device", "cuda"], {**base_env, "CUDA_VISIBLE_DEVICES": str(index)}))
+    return {"host": socket.gethostname(), "gpus": gpus, "runs": runs}
+
+
+def _node_run(label: str, host: str | None, answer: dict[str, Any], seconds: float) -> NodeRun:
+    reports: list[Report] = []
+    for run in answer.get("runs", []):
+        if run.get("rc") is None:
+            return NodeRun(label, NodeStatus.TIMEOUT, tuple(reports), str(run.get("stderr")), host, seconds)
+        try:
+            reports.append(Report.from_dict(json.loads(run["stdout"])))
+        except (ValueError, KeyError, TypeError):
+            said = (run.get("stderr") or "").strip().splitlines()
+            reason = said[-1] if said else f"the doctor exited with status {run.get('rc')} and printed no report"
+            return NodeRun(label, NodeStatus.FAILED, tuple(reports), reason, host, seconds)
+    return NodeRun(label, NodeStatus.DONE, tuple(reports), "", host, seconds)
+
+
+def run_fleet(
+    options: FleetOptions, *, cancel: CancelScope | None = None, on_node: NodeCallback | None = None
+) -> FleetReport:
+    """The doctor on every alive node; results of nodes that answered are kept whatever happens to the others."""
+    ray = _import_ray()
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    scope = cancel if cancel is not None else CancelScope()
+    created = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+    with _staged_gpudoctor() as package:
+        _connect(ray, options.address, package)
+        try:
+            alive = [n for n in ray.nodes() if n.get("Alive")]
+            alive.sort(key=lambda n: ("node:__internal_head__" not in n.get("Resources", {}), n["NodeID"]))
+            if not alive:
+                raise GpuDoctorError("the Ray cluster has no alive node")
+            examine = ray.remote(num_cpus=0, max_retries=0)(_examine_node)
+            started = time.monotonic()
+            pending: dict[Any, tuple[str, str]] = {}
+            for number, node in enumerate(alive, 1):
+                host = f"{node.get('NodeManagerHostname')} ({node.get('NodeManagerAddress')})"
+                strategy = NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
+                ref = examine.options(scheduling_strategy=strategy).remote(
+                    list(options.doctor_args), options.node_timeout_s
+                )
+                pending[ref] = (f"node {number}", host)
+            done: dict[str, NodeRun] = {}
+            deadline = started + options.node_timeout_s * 2 + 60  # each node runs one doctor, then one per GPU
+
+            def finish(node: NodeRun) -> None:
+                done[node.label] = node
+                if on_node is not None:
+                    on_node(node)
+
+            while pending:
+                if scope.cancelled or time.monotonic() > deadline:
+                    status = NodeStatus.INTERRUPTED if scope.cancelled else NodeStatus.TIMEOUT
+                    why = scope.reason or "stopped" if scope.cancelled else "no answer in time; its task was cancelled"
+                    for ref, (label, where) in pending.items():
+                        with contextlib.suppress(Exception):
+                            ray.cancel(ref, force=True)
+                        shown = where if options.show_hosts else None
+                        finish(NodeRun(label, status, (), why, shown, time.monotonic() - started))
+                    break
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=_POLL_S)
+                for ref in ready:
+                    label, where = pending.pop(ref)
+                    shown_host = where if options.show_hosts else None
+                    seconds = time.monotonic() - started
+                    try:
+                        answer = ray.get(ref)
+                    except ray.exceptions.RayTaskError as error:
+                        finish(NodeRun(label, NodeStatus.FAILED, (), str(error).splitlines()[0], shown_host, seconds))
+                        continue
+                    except ray.exceptions.RayError as error:  # the node or its worker died
+                        finish(NodeRun(label, NodeStatus.LOST, (), type(error).__name__, shown_host, seconds))
+                        continue
+                    finish(_node_run(label, shown_host, answer, seconds))
+            nodes = [done[f"node {n}"] for n in range(1, len(alive) + 1)]
+        finally:
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+    return analyse(nodes, created, __version__)

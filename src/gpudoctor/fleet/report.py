@@ -1,0 +1,165 @@
+"""A fleet's results: one NodeRun per node (each holding the doctor's reports from that node), grouped by
+environment and outcome, with the odd nodes out and what sets them apart. Pure data and analysis, no Ray.
+
+Node names are private: a node is "node 3" unless the user asked for host names (``--show-hosts``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpudoctor.matrix.schema import environment_key
+from gpudoctor.model import Outcome, Report
+
+
+class NodeStatus(enum.Enum):
+    DONE = "done"  # the doctor ran there and reported
+    LOST = "lost"  # the node (or the worker running the doctor) died mid-run
+    TIMEOUT = "timeout"  # no answer within the node time limit; its task was cancelled
+    FAILED = "failed"  # the doctor could not run there (an error, in its own words)
+    INTERRUPTED = "interrupted"  # the fleet run was stopped before the node answered
+
+
+@dataclass(frozen=True)
+class NodeRun:
+    """One node: its label ("node 2"), where it is (only shown with --show-hosts), and what came back."""
+
+    label: str
+    status: NodeStatus
+    reports: tuple[Report, ...] = ()  # one per doctor run there: the CPU run, then one per GPU
+    reason: str = ""
+    host: str | None = None  # hostname and address, None unless the user asked
+    duration_s: float = 0.0
+
+    @property
+    def outcomes(self) -> dict[str, str]:
+        """Run id (with ``:gpuN`` for per-GPU runs) → outcome, over all of the node's reports."""
+        found: dict[str, str] = {}
+        for index, report in enumerate(self.reports):
+            suffix = f":gpu{index - 1}" if index > 0 else ""
+            for result in report.results:
+                if result.outcome is not Outcome.SKIPPED or not suffix:
+                    found[result.id + suffix] = result.outcome.value
+        return found
+
+    @property
+    def environment(self) -> dict[str, str | int]:
+        return environment_key(self.reports[0]) if self.reports else {}
+
+    @property
+    def findings(self) -> tuple[str, ...]:
+        return tuple(sorted({f.id for report in self.reports for f in report.findings if f.severity == "problem"}))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "status": self.status.value,
+            "reason": self.reason,
+            "host": self.host,
+            "duration_s": round(self.duration_s, 3),
+            "environment": self.environment,
+            "outcomes": self.outcomes,
+            "findings": list(self.findings),
+            "reports": [report.to_dict() for report in self.reports],
+        }
+
+
+@dataclass(frozen=True)
+class Group:
+    """Nodes with the same environment and the same outcomes."""
+
+    labels: tuple[str, ...]
+    environment: Mapping[str, str | int]
+    outcomes: Mapping[str, str]
+    findings: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "nodes": list(self.labels),
+            "environment": dict(self.environment),
+            "outcomes": dict(self.outcomes),
+            "findings": list(self.findings),
+        }
+
+
+@dataclass(frozen=True)
+class FleetReport:
+    nodes: tuple[NodeRun, ...]
+    created: str
+    doctor_version: str
+    groups: tuple[Group, ...] = field(default=())
+    odd_ones: tuple[str, ...] = field(default=())  # one sentence per node that differs from the majority
+
+    @property
+    def exit_code(self) -> int:
+        problem = any(n.status is not NodeStatus.DONE for n in self.nodes) or any(
+            report.exit_code for n in self.nodes for report in n.reports
+        )
+        return 1 if problem else 0
+
+    @property
+    def interrupted(self) -> bool:
+        return any(n.status is NodeStatus.INTERRUPTED for n in self.nodes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "doctor_version": self.doctor_version,
+            "created": self.created,
+            "nodes": [n.to_dict() for n in self.nodes],
+            "groups": [g.to_dict() for g in self.groups],
+            "odd_ones_out": list(self.odd_ones),
+        }
+
+
+def analyse(nodes: Sequence[NodeRun], created: str, doctor_version: str) -> FleetReport:
+    """Group the nodes that answered by environment and outcome, and say of each node outside the largest
+    group (and of every node that did not answer) what sets it apart."""
+    answered = [n for n in nodes if n.status is NodeStatus.DONE]
+    buckets: dict[tuple[Any, ...], list[NodeRun]] = {}
+    for node in answered:
+        key = (tuple(sorted(node.environment.items())), tuple(sorted(node.outcomes.items())), node.findings)
+        buckets.setdefault(key, []).append(node)
+    groups = sorted(
+        (Group(tuple(n.label for n in members), members[0].environment, members[0].outcomes, members[0].findings)
+         for members in buckets.values()),
+        key=lambda g: -len(g.labels),
+    )  # fmt: skip
+    total = len(nodes)
+    odd: list[str] = []
+    majority = groups[0] if groups else None
+    position = {n.label: i + 1 for i, n in enumerate(nodes)}
+    for node in nodes:
+        where = f"{node.label} ({position[node.label]} of {total})"
+        if node.status is not NodeStatus.DONE:
+            odd.append(f"{where}: {node.status.value}: {node.reason}")
+        elif majority is not None and len(groups) > 1 and node.label not in majority.labels:
+            odd.append(f"{where}: " + "; ".join(_differences(node, majority, len(majority.labels))))
+    return FleetReport(tuple(nodes), created, doctor_version, tuple(groups), tuple(odd))
+
+
+def _differences(node: NodeRun, majority: Group, count: int) -> list[str]:
+    elsewhere = "on the others" if count > 1 else "on the other"
+    said = []
+    env = node.environment
+    for key in sorted(set(env) | set(majority.environment)):
+        mine, theirs = env.get(key), majority.environment.get(key)
+        if mine != theirs:
+            here, there = ("absent" if v is None else v for v in (mine, theirs))
+            said.append(f"{key} {here} vs {there} {elsewhere}")
+    outcomes = node.outcomes
+    for run_id in sorted(set(outcomes) | set(majority.outcomes)):
+        mine, theirs = outcomes.get(run_id), majority.outcomes.get(run_id)
+        if mine != theirs:
+            said.append(f"{run_id} {mine or 'did not run'} only there ({theirs or 'did not run'} {elsewhere})")
+    for finding in sorted(set(node.findings) ^ set(majority.findings)):
+        there = finding in node.findings
+        said.append(f"finding {finding} {'only there' if there else f'{elsewhere} but not there'}")
+    return said or ["differs in a way the summary does not show (see its report)"]
+
+
+def outcome_counts(report: FleetReport) -> Counter[str]:
+    return Counter(n.status.value for n in report.nodes)
