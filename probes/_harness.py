@@ -88,6 +88,7 @@ def run_probe(name, function, devices=("cpu", "cuda"), add_arguments=None):
     if add_arguments is not None:
         add_arguments(parser)
     options = parser.parse_args()
+    _die_with_runner()
     if hasattr(signal, "SIGUSR1"):
         # The runner sends SIGUSR1 before killing a probe that timed out: dump where every thread hangs.
         faulthandler.register(signal.SIGUSR1, all_threads=True)
@@ -125,6 +126,21 @@ def run_probe(name, function, devices=("cpu", "cuda"), add_arguments=None):
     if channel is not None:
         channel.close()
     sys.exit(exit_code)
+
+
+def _die_with_runner():
+    """Under the doctor's runner on Linux: be killed if the doctor dies, whatever kills it (a SIGKILL, or Ray
+    killing the children of a worker it stops), so no probe outlives the run that started it."""
+    if not os.environ.get(RESULT_FILE_ENV) or not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # no prctl here: the runner's own kill of the process group still applies
+        return
+    if os.getppid() == 1:  # the doctor died before the request was made
+        os._exit(1)
 
 
 def _apply_patches(ctx):

@@ -16,6 +16,7 @@ import logging
 import os
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -87,6 +88,22 @@ def _staged_gpudoctor() -> Iterator[Path]:
         yield target
 
 
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Ray's driver prints what it hears from the cluster (a raylet that died, a worker's error) on standard
+    output; while it runs, descriptor 1 is standard error, so the report on stdout stays one clean document."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _connect(ray: Any, address: str | None, package: Path) -> None:
     if address:
         _check_reachable(address)
@@ -117,11 +134,22 @@ def _connect(ray: Any, address: str | None, package: Path) -> None:
         )
 
 
+# Run as `python -c THIS -m gpudoctor ARGS`: ask for SIGTERM when the parent (the Ray worker) dies, leave if it is
+# already gone, then become `python -m gpudoctor ARGS` (the request survives exec). No preexec_fn: the worker
+# has threads.
+_DIE_WITH_PARENT = (
+    "import ctypes, os, signal, sys\n"
+    "parent = os.getppid()\n"
+    "ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, signal.SIGTERM)\n"
+    "if os.getppid() != parent: sys.exit(143)\n"
+    "os.execv(sys.executable, [sys.executable] + sys.argv[1:])\n"
+)
+
+
 def _examine_node(doctor_args: list[str], timeout_s: float) -> dict[str, Any]:
     """On the node: the doctor once for the CPU (and the inventory), then once per GPU with only that GPU
     visible. Each doctor is a process of its own that dies with this worker (so a cancelled task leaves no
     doctor behind: it gets SIGTERM and stops its probes)."""
-    import signal
     import subprocess
     import sys
 
@@ -131,19 +159,15 @@ def _examine_node(doctor_args: list[str], timeout_s: float) -> dict[str, Any]:
     base_env = dict(os.environ)
     base_env["PYTHONPATH"] = os.pathsep.join(p for p in (root, base_env.get("PYTHONPATH")) if p)
 
-    def die_with_parent() -> None:
-        with contextlib.suppress(Exception):
-            import ctypes
-
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
     def doctor(extra: list[str], env: dict[str, str]) -> dict[str, Any]:
         started = time.monotonic()
         try:
+            # A session of its own (a kill of the worker's group must not take the doctor before it has stopped
+            # its probes), and SIGTERM when this worker dies, set by the doctor's process itself before exec.
             done = subprocess.run(
-                [sys.executable, "-m", "gpudoctor", "--json", *doctor_args, *extra],
+                [sys.executable, "-c", _DIE_WITH_PARENT, "-m", "gpudoctor", "--json", *doctor_args, *extra],
                 env=env, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
-                preexec_fn=die_with_parent,
+                start_new_session=True,
             )  # fmt: skip
             return {"rc": done.returncode, "stdout": done.stdout, "stderr": done.stderr[-4000:],
                     "seconds": time.monotonic() - started}  # fmt: skip
@@ -184,7 +208,7 @@ def run_fleet(
 
     scope = cancel if cancel is not None else CancelScope()
     created = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
-    with _staged_gpudoctor() as package:
+    with _staged_gpudoctor() as package, _stdout_to_stderr():
         _connect(ray, options.address, package)
         try:
             alive = [n for n in ray.nodes() if n.get("Alive")]

@@ -1,0 +1,195 @@
+"""`gpudoctor fleet` against a real local Ray cluster: a head and two worker nodes, each a raylet of its own on
+this machine. One worker node has a different environment (a file named torch.py on its PYTHONPATH), and the
+report must single it out; a node killed mid-run is reported lost while the others come back; Ctrl-C cancels
+every remote task and leaves no process behind."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import MARKER_ENV, processes_with_marker, synthetic_copy
+
+ray = pytest.importorskip("ray")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+HANG_ENV = "GPUDOCTOR_TEST_HANG_HERE"
+# Passes everywhere, except on a node whose raylet has HANG_ENV set: there it hangs (for the kill and Ctrl-C tests).
+HANGS_ON_ONE_NODE = """
+import os, time
+import _use_harness  # noqa: F401
+from _harness import run_probe
+
+
+def main(ctx):
+    ctx.step("wait where told to")
+    if os.environ.get("{hang}"):
+        time.sleep(600)
+    return "did not need to wait"
+
+
+run_probe("maybe-hangs", main, devices=())
+""".replace("{hang}", HANG_ENV)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Path]]:
+    shadow = tmp_path_factory.mktemp("shadow")
+    (shadow / "torch.py").write_text("raise ImportError('a file of mine named torch.py')\n")
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster.add_node(num_cpus=1)
+    cluster.add_node(num_cpus=1, env_vars={"PYTHONPATH": str(shadow)})
+    try:
+        yield cluster, shadow
+    finally:
+        cluster.shutdown()
+
+
+def _fleet(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpudoctor", "fleet", *args],
+        capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+
+
+def test_the_node_with_another_environment_is_singled_out(cluster: tuple[Cluster, Path]) -> None:
+    head, _ = cluster
+    completed = _fleet("--address", head.address, "--only", "torch-env", "--json")
+    assert completed.returncode == 1, completed.stderr  # one node has a problem
+    document = json.loads(completed.stdout)
+    assert [n["status"] for n in document["nodes"]] == ["done", "done", "done"]
+    assert len(document["groups"]) == 2 and len(document["groups"][0]["nodes"]) == 2
+    (odd,) = document["odd_ones_out"]
+    odd_label = document["groups"][1]["nodes"][0]
+    assert odd.startswith(f"{odd_label} (")
+    assert "torch-env/cpu fail only there (pass on the others)" in odd
+    assert "finding module-shadows-package only there" in odd
+    for node in document["nodes"]:  # each node's own report came back whole
+        assert node["host"] is None and node["reports"][0]["environment"]["packages"]["torch"]
+    assert socket.gethostname() not in completed.stdout or len(socket.gethostname()) < 2
+
+
+def test_hosts_are_shown_only_when_asked(cluster: tuple[Cluster, Path]) -> None:
+    head, _ = cluster
+    plain = _fleet("--address", head.address, "--no-probes")
+    shown = _fleet("--address", head.address, "--no-probes", "--show-hosts")
+    # Inventory only: the pre-flight check alone tells the shadowed node apart (a problem finding: exit 1).
+    assert plain.returncode == shown.returncode == 1, plain.stderr + shown.stderr
+    assert "finding module-shadows-package only there" in plain.stdout
+    address = head.address.rsplit(":", 1)[0]
+    assert f"({address})" not in plain.stdout and f"({address})" in shown.stdout
+    markdown = _fleet("--address", head.address, "--no-probes", "--markdown")
+    assert "### Odd ones out" in markdown.stdout and "| node 1 | done |" in markdown.stdout
+
+
+def test_an_unreachable_address_fails_quickly_with_one_line(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    completed = _fleet("--address", f"127.0.0.1:{port}", timeout=60)
+    assert time.monotonic() - started < 15
+    assert completed.returncode == 2
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"gpudoctor: error: cannot reach the Ray cluster at 127.0.0.1:{port}")
+
+
+def test_without_ray_the_extra_to_install_is_named() -> None:
+    code = "import sys; sys.modules['ray'] = None\nfrom gpudoctor.cli import main\nsys.exit(main(['fleet']))"
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert completed.returncode == 2
+    assert completed.stderr.strip() == (
+        'gpudoctor: error: gpudoctor fleet needs Ray, an optional extra: pip install "gpudoctor[fleet]"'
+    )
+
+
+def _hanging_node_run(
+    cluster: tuple[Cluster, Path], tmp_path: Path, marker: str
+) -> tuple[subprocess.Popen[str], Any]:
+    """A fourth node that hangs in its probe, and a fleet run over all four, started; returns once it hangs."""
+    head, _ = cluster
+    probes = synthetic_copy(
+        tmp_path,
+        '[[probe]]\nid = "maybe-hangs"\nscript = "maybe_hangs.py"\ntitle = "hangs on one node"\ntimeout_s = 600\n',
+    )
+    (probes / "maybe_hangs.py").write_text(HANGS_ON_ONE_NODE)
+    node = head.add_node(num_cpus=1, env_vars={HANG_ENV: "1", MARKER_ENV: marker})
+    fleet = subprocess.Popen(
+        [sys.executable, "-m", "gpudoctor", "fleet", "--address", head.address, "--probes", str(probes), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while len(processes_with_marker(marker)) < 2:  # the raylet's worker, its doctor, the hanging probe ...
+        assert time.monotonic() < deadline and fleet.poll() is None, fleet.stderr.read() if fleet.stderr else ""
+        time.sleep(0.2)
+    time.sleep(2.0)
+    return fleet, node
+
+
+def test_a_node_killed_mid_run_is_lost_and_the_others_come_back(
+    cluster: tuple[Cluster, Path], tmp_path: Path
+) -> None:
+    marker = uuid.uuid4().hex
+    fleet, node = _hanging_node_run(cluster, tmp_path, marker)
+    try:
+        cluster[0].remove_node(node, allow_graceful=False)
+        stdout, stderr = fleet.communicate(timeout=120)
+    finally:
+        if fleet.poll() is None:
+            fleet.kill()
+    assert fleet.returncode == 1, stderr
+    document = json.loads(stdout)
+    statuses = sorted(n["status"] for n in document["nodes"])
+    assert statuses == ["done", "done", "done", "lost"], document["odd_ones_out"]
+    assert any(": lost: " in line for line in document["odd_ones_out"])
+    _wait_gone(marker)
+
+
+def test_ctrl_c_cancels_every_remote_task_and_keeps_the_nodes_that_answered(
+    cluster: tuple[Cluster, Path], tmp_path: Path
+) -> None:
+    marker = uuid.uuid4().hex
+    fleet, node = _hanging_node_run(cluster, tmp_path, marker)
+    try:
+        fleet.send_signal(signal.SIGINT)
+        stdout, stderr = fleet.communicate(timeout=60)
+    finally:
+        if fleet.poll() is None:
+            fleet.kill()
+        cluster[0].remove_node(node, allow_graceful=False)
+    assert fleet.returncode == 130, stderr
+    document = json.loads(stdout)
+    statuses = [n["status"] for n in document["nodes"]]
+    # The three first nodes answered; the hanging one (and a node removed by the test before, if the cluster
+    # still lists it as alive) did not.
+    assert statuses.count("done") == 3 and set(statuses) - {"done"} == {"interrupted"}, statuses
+    _wait_gone(marker)
+
+
+def _wait_gone(marker: str) -> None:
+    """No process of the hanging node's run survives (the doctor dies with its worker and stops its probe)."""
+    deadline = time.monotonic() + 30
+    while [p for p in processes_with_marker(marker) if not _is_raylet_side(p)]:
+        assert time.monotonic() < deadline, processes_with_marker(marker)
+        time.sleep(0.2)
+
+
+def _is_raylet_side(pid: int) -> bool:
+    """Ray's own processes on the node (raylet, its workers): they carry the node's environment too."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return True
+    return "gpudoctor" not in command and "maybe_hangs" not in command
+
+
