@@ -176,13 +176,17 @@ def _examine_node(doctor_args: list[str], timeout_s: float) -> dict[str, Any]:
 
     device_given = "--device" in doctor_args
     runs = [doctor([] if device_given else ["--device", "cpu"], base_env)]
-    gpus = 0
-    with contextlib.suppress(ValueError, KeyError, TypeError):
-        gpus = len(json.loads(runs[0]["stdout"])["environment"]["driver"]["gpus"])
+    # The node's GPUs: those Ray gave this task (it asked for all of the node's), else every GPU NVML lists
+    # (a node whose raylet was not told of its GPUs).
+    visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    if not visible:
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            count = len(json.loads(runs[0]["stdout"])["environment"]["driver"]["gpus"])
+            visible = [str(index) for index in range(count)]
     if not device_given and "--no-probes" not in doctor_args:
-        for index in range(gpus):
-            runs.append(doctor(["--device", "cuda"], {**base_env, "CUDA_VISIBLE_DEVICES": str(index)}))
-    return {"host": socket.gethostname(), "gpus": gpus, "runs": runs}
+        for device in visible:
+            runs.append(doctor(["--device", "cuda"], {**base_env, "CUDA_VISIBLE_DEVICES": device}))
+    return {"host": socket.gethostname(), "gpus": visible, "runs": runs}
 
 
 def _node_run(label: str, host: str | None, answer: dict[str, Any], seconds: float) -> NodeRun:
@@ -221,7 +225,10 @@ def run_fleet(
             for number, node in enumerate(alive, 1):
                 host = f"{node.get('NodeManagerHostname')} ({node.get('NodeManagerAddress')})"
                 strategy = NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
-                ref = examine.options(scheduling_strategy=strategy).remote(
+                gpus = int(node.get("Resources", {}).get("GPU", 0))
+                # All of the node's GPUs, so Ray says which they are (CUDA_VISIBLE_DEVICES) and no job uses them
+                # meanwhile; a node whose GPUs are busy waits for them, within the node limit.
+                ref = examine.options(scheduling_strategy=strategy, num_gpus=gpus).remote(
                     list(options.doctor_args), options.node_timeout_s
                 )
                 pending[ref] = (f"node {number}", host)
