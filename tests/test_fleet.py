@@ -193,3 +193,14 @@ def _is_raylet_side(pid: int) -> bool:
     return "gpudoctor" not in command and "maybe_hangs" not in command
 
 
+
+
+def test_the_recorded_gpu_fleet_run_has_per_gpu_results_and_no_host() -> None:
+    """The run recorded on the H100 (docs/fleet.md): one node, its CPU run and its GPU run, all passing."""
+    document = json.loads((Path(__file__).parent / "fixtures" / "fleet-h100.json").read_text())
+    (node,) = document["nodes"]
+    assert node["status"] == "done" and node["host"] is None and len(node["reports"]) == 2
+    gpu_runs = {k: v for k, v in node["outcomes"].items() if k.endswith(":gpu0")}
+    assert len(gpu_runs) == 11 and set(gpu_runs.values()) == {"pass"}
+    assert node["environment"]["gpu"] == "NVIDIA H100 80GB HBM3"
+    assert document["odd_ones_out"] == [] and len(document["groups"]) == 1

@@ -28,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
         "and if not, what breaks. Exit status: 0 healthy, 1 a problem found, 2 usage error, "
         "130/143 interrupted by SIGINT/SIGTERM (what had finished is still printed).",
         epilog="Your own kernels: gpudoctor kernel PATH. The compatibility matrix: gpudoctor matrix "
-        "{add,check,show,near,readme}. Each has --help.",
+        "{add,check,show,near,readme}. Every release: gpudoctor sweep. A Ray cluster: gpudoctor fleet. Source "
+        "lines a release rejects: gpudoctor scan. Each has --help.",
     )
     parser.add_argument("--version", action="version", version=f"gpudoctor {__version__}")
     output = parser.add_mutually_exclusive_group()
