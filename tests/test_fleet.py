@@ -78,6 +78,26 @@ def test_the_node_with_another_environment_is_singled_out(cluster: tuple[Cluster
     assert socket.gethostname() not in completed.stdout or len(socket.gethostname()) < 2
 
 
+def test_contribute_records_one_row_per_group_of_nodes(cluster: tuple[Cluster, Path], tmp_path: Path) -> None:
+    """Two groups (the shadowed node and the others) give two reports; with the same environment key they merge
+    into one row that records the disagreement, and the rows pass `matrix check`."""
+    import tomllib
+
+    head, _ = cluster
+    matrix = tmp_path / "matrix"
+    completed = _fleet("--address", head.address, "--only", "torch-env", "--contribute", "--matrix", str(matrix))
+    assert completed.returncode == 1, completed.stderr
+    rows = sorted((matrix / "rows").glob("*.toml"))
+    assert rows and sum(len(tomllib.loads(p.read_text())["reports"]) for p in rows) == 2
+    result = next(iter(tomllib.loads(rows[0].read_text())["results"].values()))
+    assert result["runs"] == 2 and result["agreeing"] == 1
+    check = subprocess.run(
+        [sys.executable, "-m", "gpudoctor", "matrix", "check", "--matrix", str(matrix)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
 def test_hosts_are_shown_only_when_asked(cluster: tuple[Cluster, Path]) -> None:
     head, _ = cluster
     plain = _fleet("--address", head.address, "--no-probes")

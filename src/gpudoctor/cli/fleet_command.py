@@ -5,9 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gpudoctor.cli.common import OneLineParser, seconds, stop_on_signals
+from gpudoctor.cli.common import OneLineParser, folder_to_write, seconds, stop_on_signals
 from gpudoctor.model import Device
+
+if TYPE_CHECKING:
+    from gpudoctor.fleet.report import FleetReport
 
 
 def build_parser() -> OneLineParser:
@@ -25,6 +30,10 @@ def build_parser() -> OneLineParser:
     output.add_argument("--markdown", action="store_true", help="print a Markdown report")
     output.add_argument("--plain", action="store_true", help="plain text (the default)")
     parser.add_argument("--show-hosts", action="store_true", help="show node host names and addresses")
+    parser.add_argument(
+        "--contribute", action="store_true", help="merge one matrix row per group of nodes into the matrix"
+    )
+    parser.add_argument("--matrix", type=folder_to_write, metavar="DIR", help="the matrix for --contribute")
     parser.add_argument("--node-timeout", type=seconds, default=1800.0, metavar="S", help="limit for each doctor run")
     passed = parser.add_argument_group("passed to the doctor on each node")
     passed.add_argument("--python", metavar="PATH", help="the interpreter to examine there (a path on the nodes)")
@@ -78,6 +87,22 @@ def run(argv: Sequence[str]) -> int:
             sys.stdout.write(fleet_text(report))
         sys.stdout.flush()
     if stop.exit_code is not None:
-        sys.stderr.write(f"gpudoctor: {stop.scope.reason}; kept the nodes that had answered\n")
+        sys.stderr.write(f"gpudoctor: {stop.scope.reason}; kept the nodes that had answered; nothing recorded\n")
         return stop.exit_code
+    if options.contribute:
+        _contribute(report, options.matrix)
     return report.exit_code
+
+
+def _contribute(report: FleetReport, matrix_dir: Path | None) -> None:
+    """One row per group of nodes (a distinct environment and outcome), merged like `gpudoctor matrix add`."""
+    from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
+    from gpudoctor.fleet.report import contribution_reports
+    from gpudoctor.matrix import MatrixStore, default_matrix_dir, row_from_report
+
+    store = MatrixStore(default_matrix_dir(matrix_dir, writing=True))
+    known = run_ids(load_catalog(default_probe_dir()))
+    for node_report in contribution_reports(report):
+        added = store.add(row_from_report(node_report, known))
+        what = "new row" if added.new else ("merged into" if added.counted else "already in")
+        sys.stderr.write(f"gpudoctor: {what} {added.path}\n")

@@ -6,6 +6,7 @@ Node names are private: a node is "node 3" unless the user asked for host names 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpudoctor.matrix.schema import environment_key
-from gpudoctor.model import Outcome, Report
+from gpudoctor.model import Device, Outcome, Report
 
 
 class NodeStatus(enum.Enum):
@@ -159,6 +160,27 @@ def _differences(node: NodeRun, majority: Group, count: int) -> list[str]:
         there = finding in node.findings
         said.append(f"finding {finding} {'only there' if there else f'{elsewhere} but not there'}")
     return said or ["differs in a way the summary does not show (see its report)"]
+
+
+def node_report(node: NodeRun) -> Report | None:
+    """One report for the node, as a local run on it would give: the CPU run's results with the first GPU's
+    CUDA results in place of its skipped ones (a matrix row records one GPU of a kind, like a local run)."""
+    if not node.reports:
+        return None
+    first = node.reports[0]
+    if len(node.reports) == 1:
+        return first
+    gpu = {r.id: r for r in node.reports[1].results if r.device is Device.CUDA}
+    results = tuple(gpu.get(r.id, r) if r.device is Device.CUDA else r for r in first.results)
+    results += tuple(r for r in gpu.values() if first.result(r.id) is None)
+    return dataclasses.replace(first, results=results)
+
+
+def contribution_reports(report: FleetReport) -> list[Report]:
+    """One report per group of nodes (distinct environment and outcome): what `--contribute` records."""
+    by_label = {n.label: n for n in report.nodes}
+    chosen = [node_report(by_label[group.labels[0]]) for group in report.groups]
+    return [r for r in chosen if r is not None]
 
 
 def outcome_counts(report: FleetReport) -> Counter[str]:
