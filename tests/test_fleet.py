@@ -78,6 +78,24 @@ def test_the_node_with_another_environment_is_singled_out(cluster: tuple[Cluster
     assert socket.gethostname() not in completed.stdout or len(socket.gethostname()) < 2
 
 
+def test_a_users_kernel_runs_on_every_node(cluster: tuple[Cluster, Path]) -> None:
+    """`--kernel` runs `gpudoctor kernel` on each node with real MAX: its CPU branch (a placeholder writing
+    zeros) fails against the reference wherever torch imports; the shadowed node stands out."""
+    head, _ = cluster
+    kernel = Path(__file__).parent / "kernels" / "cpu_zeros"
+    completed = _fleet(
+        "--address", head.address, "--kernel", str(kernel), "--op", "double", "--shape", "4x4",
+        "--reference", "x0 * 2", "--json",
+    )  # fmt: skip
+    assert completed.returncode == 1, completed.stderr
+    document = json.loads(completed.stdout)
+    assert [n["status"] for n in document["nodes"]] == ["done", "done", "done"]
+    majority = document["groups"][0]
+    assert len(majority["nodes"]) == 2 and majority["outcomes"]["kernel/cpu"] == "fail"
+    assert "kernel-differs-from-reference" in majority["findings"]
+    assert len(document["odd_ones_out"]) == 1
+
+
 def test_contribute_records_one_row_per_group_of_nodes(cluster: tuple[Cluster, Path], tmp_path: Path) -> None:
     """Two groups (the shadowed node and the others) give two reports; with the same environment key they merge
     into one row that records the disagreement, and the rows pass `matrix check`."""

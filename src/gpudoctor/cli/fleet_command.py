@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpudoctor.cli.common import OneLineParser, folder_to_write, seconds, stop_on_signals
+from gpudoctor.cli.kernel_command import add_call_arguments
 from gpudoctor.model import Device
 
 if TYPE_CHECKING:
@@ -42,11 +43,30 @@ def build_parser() -> OneLineParser:
     passed.add_argument("--probes", metavar="DIR", help="a probe folder (a path on the nodes)")
     passed.add_argument("--no-probes", action="store_true", help="inventory only")
     passed.add_argument("--timeout", type=seconds, metavar="S", help="override every probe's timeout")
+    kernel = parser.add_argument_group("your kernel on every node (gpudoctor kernel there; paths on the nodes)")
+    kernel.add_argument("--kernel", metavar="PATH", help="your Mojo package, as for gpudoctor kernel")
+    add_call_arguments(kernel)
     return parser
 
 
 def doctor_args(options: object) -> tuple[str, ...]:
+    """The arguments of the doctor each node runs: `gpudoctor ARGS`, or `gpudoctor kernel PATH ARGS`."""
     args: list[str] = []
+    kernel = getattr(options, "kernel", None)
+    if kernel:
+        args += ["kernel", str(kernel)]
+        for flag, name in (("--spec", "spec"), ("--shape", "shape"), ("--dtype", "dtype"), ("--values", "values"),
+                           ("--reference", "reference")):  # fmt: skip
+            value = getattr(options, name, None)
+            if value and not (name == "values" and value == "arange"):
+                args += [flag, str(value)]
+        for flag, name in (("--op", "op"), ("--param", "param")):
+            for value in getattr(options, name, None) or ():
+                args += [flag, value]
+    elif any(getattr(options, n, None) for n in ("spec", "op", "shape", "dtype", "param", "reference")):
+        from gpudoctor.errors import GpuDoctorError
+
+        raise GpuDoctorError("--spec, --op, --shape, --dtype, --param and --reference go with --kernel PATH")
     for flag, value in (("--python", getattr(options, "python", None)), ("--device", getattr(options, "device", None)),
                         ("--probes", getattr(options, "probes", None))):  # fmt: skip
         if value:

@@ -165,7 +165,7 @@ def _examine_node(doctor_args: list[str], timeout_s: float) -> dict[str, Any]:
             # A session of its own (a kill of the worker's group must not take the doctor before it has stopped
             # its probes), and SIGTERM when this worker dies, set by the doctor's process itself before exec.
             done = subprocess.run(
-                [sys.executable, "-c", _DIE_WITH_PARENT, "-m", "gpudoctor", "--json", *doctor_args, *extra],
+                [sys.executable, "-c", _DIE_WITH_PARENT, "-m", "gpudoctor", *doctor_args, "--json", *extra],
                 env=env, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )  # fmt: skip
@@ -174,6 +174,8 @@ def _examine_node(doctor_args: list[str], timeout_s: float) -> dict[str, Any]:
         except subprocess.TimeoutExpired:
             return {"rc": None, "stdout": "", "stderr": f"no answer within {timeout_s:g} s", "seconds": timeout_s}
 
+    if doctor_args[:1] == ["kernel"]:  # gpudoctor kernel runs the CPU and every visible GPU itself
+        return {"host": socket.gethostname(), "gpus": [], "runs": [doctor([], base_env)]}
     device_given = "--device" in doctor_args
     runs = [doctor([] if device_given else ["--device", "cpu"], base_env)]
     # The node's GPUs: those Ray gave this task (it asked for all of the node's), else every GPU NVML lists
