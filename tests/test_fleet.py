@@ -242,3 +242,37 @@ def test_the_recorded_gpu_fleet_run_has_per_gpu_results_and_no_host() -> None:
     assert len(gpu_runs) == 11 and set(gpu_runs.values()) == {"pass"}
     assert node["environment"]["gpu"] == "NVIDIA H100 80GB HBM3"
     assert document["odd_ones_out"] == [] and len(document["groups"]) == 1
+
+
+def test_the_fleet_view_shows_the_nodes_and_what_sets_the_odd_one_apart(cluster: tuple[Cluster, Path]) -> None:
+    """The TUI's fleet view through Pilot against the local cluster: a row per node, the odd one out named at
+    the top, and selecting that node shows what differs; q after the run exits with the fleet's status."""
+    import asyncio
+
+    asyncio.run(_fleet_view(cluster[0].address))
+
+
+async def _fleet_view(address: str) -> None:
+    from gpudoctor.fleet.ray_runner import FleetOptions
+    from gpudoctor.tui.fleet_app import FleetApp
+
+    app = FleetApp(FleetOptions(address=address, doctor_args=("--only", "torch-env"), quiet=True))
+    async with app.run_test(size=(160, 45)) as pilot:
+        deadline = time.monotonic() + 180
+        while app.report is None:
+            assert time.monotonic() < deadline, "the fleet did not finish"
+            await pilot.pause(0.2)
+        table = app.query_one("#nodes")
+        assert table.row_count == 3  # type: ignore[attr-defined]
+        odd = str(app.query_one("#odd").render())
+        assert "odd ones out" in odd and "torch-env/cpu fail only there" in odd
+        odd_label = app.report.groups[1].labels[0]
+        for _ in range(3):
+            if app._selected() == odd_label:
+                break
+            await pilot.press("down")
+        details = str(app.query_one("#node-details").render())
+        assert f"{odd_label}: done" in details and "what sets it apart" in details
+        assert "module-shadows-package" in details
+        await pilot.press("q")
+    assert app.return_value == 1

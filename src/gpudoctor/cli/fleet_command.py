@@ -29,7 +29,7 @@ def build_parser() -> OneLineParser:
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print one JSON document (nodes, groups, odd ones out)")
     output.add_argument("--markdown", action="store_true", help="print a Markdown report")
-    output.add_argument("--plain", action="store_true", help="plain text (the default)")
+    output.add_argument("--plain", action="store_true", help="plain text even on a terminal (no TUI)")
     parser.add_argument("--show-hosts", action="store_true", help="show node host names and addresses")
     parser.add_argument(
         "--contribute", action="store_true", help="merge one matrix row per group of nodes into the matrix"
@@ -97,6 +97,15 @@ def run(argv: Sequence[str]) -> int:
         if sys.stderr.isatty():
             sys.stderr.write(f"  {node.label}: {node.status.value} ({node.duration_s:.1f} s)\n")
 
+    if not (options.json or options.markdown or options.plain) and sys.stdin.isatty() and sys.stdout.isatty():
+        import dataclasses
+
+        from gpudoctor.tui.fleet_app import run_fleet_tui  # only here: the other faces never import Textual
+
+        code, tui_report = run_fleet_tui(dataclasses.replace(fleet_options, quiet=True))
+        if options.contribute and tui_report is not None:
+            _contribute(tui_report, options.matrix)
+        return code
     with stop_on_signals() as stop:
         report = run_fleet(fleet_options, cancel=stop.scope, on_node=heard)
         if options.json:

@@ -42,6 +42,7 @@ class FleetOptions:
     doctor_args: tuple[str, ...] = ()  # passed to the doctor on each node (--python, --only, --device, ...)
     node_timeout_s: float = 1800.0
     show_hosts: bool = False
+    quiet: bool = False  # what Ray prints goes nowhere (the TUI draws on the terminal), not to stderr
 
 
 NodeCallback = Callable[[NodeRun], None]
@@ -89,19 +90,22 @@ def _staged_gpudoctor() -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
+def _stdout_to_stderr(quiet: bool) -> Iterator[None]:
     """Ray's driver prints what it hears from the cluster (a raylet that died, a worker's error) on standard
-    output; while it runs, descriptor 1 is standard error, so the report on stdout stays one clean document."""
+    output; while it runs, descriptor 1 is standard error (or /dev/null under the TUI), so the report on stdout
+    stays one clean document."""
     sys.stdout.flush()
     saved = os.dup(1)
+    target = os.open(os.devnull, os.O_WRONLY) if quiet else os.dup(2)
     try:
-        os.dup2(2, 1)
+        os.dup2(target, 1)
         yield
     finally:
         with contextlib.suppress(Exception):
             sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
+        os.close(target)
 
 
 def _connect(ray: Any, address: str | None, package: Path) -> None:
@@ -214,7 +218,7 @@ def run_fleet(
 
     scope = cancel if cancel is not None else CancelScope()
     created = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
-    with _staged_gpudoctor() as package, _stdout_to_stderr():
+    with _staged_gpudoctor() as package, _stdout_to_stderr(options.quiet):
         _connect(ray, options.address, package)
         try:
             alive = [n for n in ray.nodes() if n.get("Alive")]
