@@ -276,3 +276,27 @@ async def _fleet_view(address: str) -> None:
         assert "module-shadows-package" in details
         await pilot.press("q")
     assert app.return_value == 1
+
+
+def test_sweep_spreads_its_cells_over_the_cluster(cluster: tuple[Cluster, Path], tmp_path: Path) -> None:
+    """`gpudoctor sweep --ray`: each cell is a task on some node (built and examined there; the cells inherit
+    this interpreter's packages, as in test_sweep), and the rows are merged into this machine's matrix."""
+    from importlib.metadata import version
+
+    import tomllib
+
+    head, _ = cluster
+    (tmp_path / "matrix" / "rows").mkdir(parents=True)
+    completed = subprocess.run(
+        [sys.executable, "-m", "gpudoctor", "sweep", "--ray", "--address", head.address,
+         "--torch", version("torch"), "--max", version("max"), "--only", "max-import",
+         "--envs", str(tmp_path / "envs"), "--matrix", str(tmp_path / "matrix"), "--inherit", sys.executable,
+         "--json"],
+        capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    assert completed.stdout, completed.stderr[-3000:]
+    grid = json.loads(completed.stdout)
+    (cell,) = grid["cells"]
+    assert cell["status"] in ("healthy", "problem"), cell  # the shadowed node may have taken it
+    rows = list((tmp_path / "matrix" / "rows").glob("*.toml"))
+    assert len(rows) == 1 and tomllib.loads(rows[0].read_text())["environment"]["max"] == version("max")

@@ -66,6 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=seconds, metavar="S", help="override every probe's timeout")
     parser.add_argument("--refresh", action="store_true", help="examine every cell again, even if kept")
     parser.add_argument(
+        "--ray",
+        action="store_true",
+        help='spread the cells over a Ray cluster\'s nodes, one task per cell (pip install "gpudoctor[fleet]")',
+    )
+    parser.add_argument("--address", metavar="ADDR", help="with --ray: the head (default: as Ray resolves it)")
+    parser.add_argument(
         "--inherit",
         metavar="PYTHON",
         help="let cells use this interpreter's packages (a .pth after their own); a requirement it meets "
@@ -146,7 +152,12 @@ def run(argv: Sequence[str]) -> int:
         sys.stderr.flush()
 
     with stop_on_signals() as stop:  # still in place while the grid is printed: a second Ctrl-C cuts nothing
-        grid = sweep(sweep_options, on_event=progress, cancel=stop.scope)
+        if options.ray:
+            from gpudoctor.fleet.sweep_remote import sweep_on_ray
+
+            grid = sweep_on_ray(sweep_options, options.address, on_event=progress, cancel=stop.scope)
+        else:
+            grid = sweep(sweep_options, on_event=progress, cancel=stop.scope)
         _print_grid(grid, options, matrix_dir, sweep_options.envs_dir)
     if stop.exit_code is not None:
         sys.stderr.write(f"gpudoctor: {stop.scope.reason}; finished cells are kept\n")

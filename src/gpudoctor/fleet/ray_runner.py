@@ -48,7 +48,7 @@ class FleetOptions:
 NodeCallback = Callable[[NodeRun], None]
 
 
-def _import_ray() -> Any:
+def import_ray() -> Any:
     try:
         import ray
     except ImportError:
@@ -73,7 +73,7 @@ def _check_reachable(address: str) -> None:
 
 
 @contextlib.contextmanager
-def _staged_gpudoctor() -> Iterator[Path]:
+def staged_gpudoctor() -> Iterator[Path]:
     """This gpudoctor as one package folder with its probes and kernels inside (the wheel's layout), for Ray to
     ship to the nodes."""
     from gpudoctor.catalog import default_kernel_dir, default_probe_dir
@@ -90,7 +90,7 @@ def _staged_gpudoctor() -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def _stdout_to_stderr(quiet: bool) -> Iterator[None]:
+def driver_output_off_stdout(quiet: bool) -> Iterator[None]:
     """Ray's driver prints what it hears from the cluster (a raylet that died, a worker's error) on standard
     output; while it runs, descriptor 1 is standard error (or /dev/null under the TUI), so the report on stdout
     stays one clean document."""
@@ -108,7 +108,7 @@ def _stdout_to_stderr(quiet: bool) -> Iterator[None]:
         os.close(target)
 
 
-def _connect(ray: Any, address: str | None, package: Path) -> None:
+def connect(ray: Any, address: str | None, package: Path) -> None:
     if address:
         _check_reachable(address)
     failure: list[BaseException] = []
@@ -213,13 +213,13 @@ def run_fleet(
     options: FleetOptions, *, cancel: CancelScope | None = None, on_node: NodeCallback | None = None
 ) -> FleetReport:
     """The doctor on every alive node; results of nodes that answered are kept whatever happens to the others."""
-    ray = _import_ray()
+    ray = import_ray()
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     scope = cancel if cancel is not None else CancelScope()
     created = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
-    with _staged_gpudoctor() as package, _stdout_to_stderr(options.quiet):
-        _connect(ray, options.address, package)
+    with staged_gpudoctor() as package, driver_output_off_stdout(options.quiet):
+        connect(ray, options.address, package)
         try:
             alive = [n for n in ray.nodes() if n.get("Alive")]
             alive.sort(key=lambda n: ("node:__internal_head__" not in n.get("Resources", {}), n["NodeID"]))

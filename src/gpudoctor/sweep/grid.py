@@ -52,6 +52,7 @@ class CellStatus(str, enum.Enum):
     UNRESOLVABLE = "unresolvable"  # its packages cannot be installed together (the resolver says why)
     BUILD_FAILED = "build-failed"  # the environment could not be built for another reason
     INTERRUPTED = "interrupted"  # the sweep was stopped before the cell ended
+    LOST = "lost"  # `sweep --ray`: the node examining the cell died
 
 
 @dataclass(frozen=True)

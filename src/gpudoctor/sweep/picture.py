@@ -12,6 +12,7 @@ _KINDS = {
     CellStatus.UNRESOLVABLE: TileKind.UNRESOLVABLE,
     CellStatus.BUILD_FAILED: TileKind.BUILD_FAILED,
     CellStatus.INTERRUPTED: TileKind.INTERRUPTED,
+    CellStatus.LOST: TileKind.INTERRUPTED,
 }
 
 

@@ -125,7 +125,7 @@ class Sweep:
                 on_event(SweepEvent(cell, step, result))
 
         if not self.options.refresh and (kept := self.earlier(cell)) is not None:
-            self._record(cell, kept)  # idempotent: the matrix counts each report once
+            self.record(cell, kept)  # idempotent: the matrix counts each report once
             return dataclasses.replace(kept, reused=True)
         started = time.monotonic()
         event("build")
@@ -154,7 +154,7 @@ class Sweep:
             duration_s=_since(started),
             request=self.request,
         )
-        self._record(cell, result, report)
+        self.record(cell, result, report)
         return self._keep(cell, result)
 
     def _examine(self, built: Built, cancel: CancelScope) -> Report:
@@ -184,7 +184,7 @@ class Sweep:
         atomic_write(self._result_file(cell), json.dumps(result.to_dict(), indent=2) + "\n")
         return result
 
-    def _record(self, cell: Cell, result: CellResult, report: Report | None = None) -> None:
+    def record(self, cell: Cell, result: CellResult, report: Report | None = None) -> None:
         """Merge the cell's row into the matrix (when there is one, and the cell was examined)."""
         if self.options.matrix_dir is None or result.report is None or self.options.kernel is not None:
             return  # a user's kernel says nothing about the stack's row
