@@ -152,7 +152,7 @@ def test_without_ray_the_extra_to_install_is_named() -> None:
 
 
 def _hanging_node_run(
-    cluster: tuple[Cluster, Path], tmp_path: Path, marker: str
+    cluster: tuple[Cluster, Path], tmp_path: Path, marker: str, *extra: str
 ) -> tuple[subprocess.Popen[str], Any]:
     """A fourth node that hangs in its probe, and a fleet run over all four, started; returns once it hangs."""
     head, _ = cluster
@@ -163,7 +163,8 @@ def _hanging_node_run(
     (probes / "maybe_hangs.py").write_text(HANGS_ON_ONE_NODE)
     node = head.add_node(num_cpus=1, env_vars={HANG_ENV: "1", MARKER_ENV: marker})
     fleet = subprocess.Popen(
-        [sys.executable, "-m", "gpudoctor", "fleet", "--address", head.address, "--probes", str(probes), "--json"],
+        [sys.executable, "-m", "gpudoctor", "fleet", "--address", head.address, "--probes", str(probes), "--json",
+         *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     deadline = time.monotonic() + 120
@@ -190,6 +191,25 @@ def test_a_node_killed_mid_run_is_lost_and_the_others_come_back(
     statuses = sorted(n["status"] for n in document["nodes"])
     assert statuses == ["done", "done", "done", "lost"], document["odd_ones_out"]
     assert any(": lost: " in line for line in document["odd_ones_out"])
+    _wait_gone(marker)
+
+
+def test_a_node_that_does_not_answer_in_time_is_reported_timed_out(
+    cluster: tuple[Cluster, Path], tmp_path: Path
+) -> None:
+    marker = uuid.uuid4().hex
+    fleet, node = _hanging_node_run(cluster, tmp_path, marker, "--node-timeout", "8")
+    try:
+        stdout, stderr = fleet.communicate(timeout=120)
+    finally:
+        if fleet.poll() is None:
+            fleet.kill()
+        cluster[0].remove_node(node, allow_graceful=False)
+    assert fleet.returncode == 1, stderr
+    document = json.loads(stdout)
+    statuses = [n["status"] for n in document["nodes"]]
+    assert statuses.count("done") == 3 and "timeout" in statuses, statuses
+    assert any(": timeout: no answer within 8 s" in line for line in document["odd_ones_out"])
     _wait_gone(marker)
 
 

@@ -103,6 +103,34 @@ def folder_to_write(text: str) -> Path:
     return path
 
 
+def file_to_write(text: str) -> Path:
+    """An argument type: a file that can be written (not a folder; its folder exists or can be made)."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a folder, not a file")
+    folder_to_write(str(path.parent))
+    return path
+
+
+def add_junit_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--junit",
+        type=file_to_write,
+        metavar="PATH",
+        help="also write a JUnit XML report there (one test case per probe run), beside any output",
+    )
+
+
+def write_junit(report: Report, options: argparse.Namespace) -> None:
+    """The JUnit file, when asked for (written whole or not at all)."""
+    if getattr(options, "junit", None) is None:
+        return
+    from gpudoctor.atomic import atomic_write
+    from gpudoctor.junit import to_junit
+
+    atomic_write(options.junit, to_junit(report), mode=0o644)
+
+
 class Stop:
     """The session's cancel scope and the signal that set it (None while nobody asked to stop)."""
 
@@ -192,6 +220,7 @@ def finish(report: Report | None, options: argparse.Namespace, stop: Stop) -> in
     if report is None:
         sys.stderr.write(f"gpudoctor: {stop.scope.reason}; nothing had finished\n")
         return stop.exit_code or 130
+    write_junit(report, options)
     emit(report, options)
     if stop.exit_code is not None:
         sys.stderr.write(f"gpudoctor: {stop.scope.reason}; kept the runs that had ended\n")

@@ -390,11 +390,16 @@ class DoctorApp(App[int]):
         self.notify(message, markup=False)
 
 
-def run_tui(options: DoctorOptions) -> int:
+def run_tui(options: DoctorOptions, junit: Path | None = None) -> int:
     """Run the app on this terminal. Exit status: the report's; 130 when quit (143 on SIGTERM) mid-run, and
     then what had ended is printed on the terminal the app leaves behind."""
     app = DoctorApp(options)
     code = app.run()
+    finished = app.kept if app.kept is not None else app.report
+    if junit is not None and finished is not None:
+        from gpudoctor.junit import to_junit
+
+        atomic_write(junit, to_junit(finished), mode=0o644)
     if app.kept is not None:
         sys.stdout.write(to_text(app.kept))
         sys.stdout.flush()
