@@ -20,6 +20,8 @@ _MARKS = {
     Outcome.INTERRUPTED: "interrupted",
 }
 _TAIL_LINES = 30
+GITHUB_BODY_LIMIT = 65_536  # characters in a GitHub issue body
+_LINE_CHARS = 400  # a stderr line longer than this is cut (a minified blob is no help in an issue)
 
 
 def safe_text(text: str) -> str:
@@ -38,7 +40,8 @@ def _fence(text: str) -> str:
 
 
 def _tail(text: str, lines: int = _TAIL_LINES) -> str:
-    return "\n".join(text.rstrip().splitlines()[-lines:])
+    kept = text.rstrip().splitlines()[-lines:] if lines > 0 else []
+    return "\n".join(line if len(line) <= _LINE_CHARS else line[:_LINE_CHARS] + " [...]" for line in kept)
 
 
 def environment_rows(environment: Environment) -> list[tuple[str, str]]:
@@ -151,7 +154,21 @@ def _timings_markdown(report: Report) -> list[str]:
     return [*lines, "", "</details>", ""]
 
 
-def _problem_details_markdown(result: ProbeResult) -> list[str]:
+def _summary_markdown(report: Report) -> str:
+    """The first line of a bug report: what ran and what is wrong."""
+    counts: dict[str, int] = {}
+    for result in report.results:
+        counts[result.outcome.value] = counts.get(result.outcome.value, 0) + 1
+    ran = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items(), key=lambda item: -item[1]))
+    problems = [f.title for f in report.findings if f.severity == "problem"]
+    verdict = "**healthy**" if report.exit_code == 0 else "**problems found**"
+    line = f"{verdict}: {len(report.results)} probe runs ({ran or 'none'})"
+    if problems:
+        line += f"; known issues: {_cell('; '.join(problems))}"
+    return line + ("; interrupted before every run ended" if report.interrupted else "")
+
+
+def _problem_details_markdown(result: ProbeResult, tail_lines: int = _TAIL_LINES) -> list[str]:
     lines = [f"### {result.id}: {_MARKS[result.outcome]}", "", safe_text(result.summary), ""]
     lines += ["Reproduce:", "", _fence(result.command), ""]
     if result.frames:
@@ -160,11 +177,11 @@ def _problem_details_markdown(result: ProbeResult) -> list[str]:
             for f in result.frames
         )
         lines += ["Python frames (innermost first):", "", _fence(frames), ""]
-    if result.stderr_tail.strip():
+    if result.stderr_tail.strip() and tail_lines > 0:
         lines += [
             "<details><summary>stderr (tail)</summary>",
             "",
-            _fence(_tail(result.stderr_tail)),
+            _fence(_tail(result.stderr_tail, tail_lines)),
             "",
             "</details>",
             "",
@@ -172,9 +189,21 @@ def _problem_details_markdown(result: ProbeResult) -> list[str]:
     return lines
 
 
-def to_markdown(report: Report) -> str:
-    """A report fit to paste into a bug report: environment, outcomes, and the details of every problem."""
-    lines = [f"## gpudoctor {report.doctor_version} report ({report.created})", "", "| | |", "| --- | --- |"]
+def to_markdown(report: Report, limit: int = GITHUB_BODY_LIMIT) -> str:
+    """A report fit to paste into a GitHub issue: the summary first, then environment, outcomes, findings, and
+    each problem's details with long parts (stderr, timings) folded in <details>; never longer than ``limit``
+    characters, whatever the probes printed (stderr tails shrink first, then the text is cut with a note)."""
+    for tail_lines in (_TAIL_LINES, 10, 3, 0):
+        text = _markdown(report, tail_lines)
+        if len(text) <= limit:
+            return text
+    note = "\n\n*(cut to fit GitHub's 65,536-character limit: `gpudoctor --json` has everything)*\n"
+    return text[: limit - len(note)] + note
+
+
+def _markdown(report: Report, tail_lines: int) -> str:
+    lines = [f"## gpudoctor {report.doctor_version} report ({report.created})", "", _summary_markdown(report), ""]
+    lines += ["| | |", "| --- | --- |"]
     lines += [f"| {_cell(label)} | {_cell(value)} |" for label, value in environment_rows(report.environment)]
     lines.append("")
     if report.kernel:
@@ -198,7 +227,7 @@ def to_markdown(report: Report) -> str:
             lines += ["Apply it here:", "", _fence("\n".join(patch_commands(report, finding.patch or ""))), ""]
     for result in report.results:
         if result.outcome.is_problem:
-            lines += _problem_details_markdown(result)
+            lines += _problem_details_markdown(result, tail_lines)
     lines += _timings_markdown(report)
     return "\n".join(lines).rstrip() + "\n"
 

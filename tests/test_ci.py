@@ -1,5 +1,6 @@
-"""The JUnit report, read back with a real JUnit parser (junitparser): recorded real reports with passes,
-crashes, failures and skips, and a real doctor run writing --junit beside its JSON."""
+"""gpudoctor in CI and bug trackers: the JUnit report read back with a real JUnit parser (junitparser), the
+Markdown report within a GitHub issue's limit, the pre-commit hook run by the real pre-commit, and the pytest
+plugin run by pytester against real reports."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from junitparser import Error, Failure, JUnitXml, Skipped
 
 from gpudoctor.junit import to_junit
 from gpudoctor.model import Report
+from gpudoctor.render import GITHUB_BODY_LIMIT, to_markdown
 
 FIXTURES = ROOT / "tests" / "fixtures"
 
@@ -63,3 +65,24 @@ def test_the_doctor_writes_junit_beside_json_with_skips_and_crashes(tmp_path: Pa
         assert kinds == expected, (run_id, outcome[run_id], kinds)
     assert cases["segfaults"].result[0].type == "SIGSEGV"
     assert junit.stat().st_mode & 0o777 == 0o644
+
+
+def test_markdown_fits_a_github_issue_whatever_the_stderr() -> None:
+    """The recorded H100 crash, with every run given 200 KB of stderr (one line of 50 KB among them): the summary
+    comes first, stderr sits in <details>, and the body stays under GitHub's limit."""
+    import dataclasses
+
+    report = Report.from_dict(json.loads((FIXTURES / "h100-kernel-host-indexing.json").read_text()))
+    noisy = "x" * 50_000 + "\n" + "\n".join(f"line {n} of a very chatty probe" for n in range(6000))
+    report = dataclasses.replace(
+        report, results=tuple(dataclasses.replace(r, stderr_tail=noisy) for r in report.results)
+    )
+    markdown = to_markdown(report)
+    assert len(markdown) <= GITHUB_BODY_LIMIT
+    lines = markdown.splitlines()
+    assert lines[0].startswith("## gpudoctor") and lines[2].startswith("**problems found**: 4 probe runs")
+    assert "<details><summary>stderr (tail)</summary>" in markdown
+    assert "x" * 1000 not in markdown  # the 50 KB line is cut
+    many = dataclasses.replace(report, results=report.results * 200)  # 800 runs: cut, with a note
+    cut = to_markdown(many)
+    assert len(cut) <= GITHUB_BODY_LIMIT and "cut to fit GitHub's 65,536-character limit" in cut
