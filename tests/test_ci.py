@@ -5,6 +5,7 @@ plugin run by pytester against real reports."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from conftest import ROOT, SYNTHETIC, run_cli
@@ -86,3 +87,42 @@ def test_markdown_fits_a_github_issue_whatever_the_stderr() -> None:
     many = dataclasses.replace(report, results=report.results * 200)  # 800 runs: cut, with a note
     cut = to_markdown(many)
     assert len(cut) <= GITHUB_BODY_LIMIT and "cut to fit GitHub's 65,536-character limit" in cut
+
+
+def test_the_pre_commit_hook_checks_matrix_rows(tmp_path: Path) -> None:
+    """The real pre-commit, `try-repo` on this checkout, in a fresh git repository holding a good row and then
+    also a bad one: passes, then fails naming the bad file and field."""
+    import os
+    import shutil
+    import subprocess
+
+    repo = tmp_path / "rows-repo"
+    rows = repo / "matrix" / "rows"
+    rows.mkdir(parents=True)
+    good = sorted((ROOT / "matrix" / "rows").glob("*.toml"))[0]
+    shutil.copy(good, rows / good.name)
+    who = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.org"}  # fmt: skip
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), **who}
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+    def try_repo() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "gpudoctor-matrix-check", "--all-files"],
+            cwd=repo, env=env, capture_output=True, text=True, timeout=900, check=False,
+        )  # fmt: skip
+
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "a good row")
+    passed = try_repo()
+    assert passed.returncode == 0, passed.stdout[-3000:] + passed.stderr[-3000:]
+    assert "gpudoctor matrix check" in passed.stdout and "Passed" in passed.stdout
+    bad = rows / "cpu_torch-2.13.0_max-26.7.0_000000000000.toml"
+    bad.write_text(good.read_text().replace('schema = ', 'colour = "blue"\nschema = ', 1))
+    git("add", ".")
+    failed = try_repo()
+    assert failed.returncode == 1, failed.stdout[-3000:]
+    assert "Failed" in failed.stdout and bad.name in failed.stdout
