@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, SYNTHETIC, run_cli
 from junitparser import Error, Failure, JUnitXml, Skipped
 
@@ -126,3 +127,68 @@ def test_the_pre_commit_hook_checks_matrix_rows(tmp_path: Path) -> None:
     failed = try_repo()
     assert failed.returncode == 1, failed.stdout[-3000:]
     assert "Failed" in failed.stdout and bad.name in failed.stdout
+
+
+pytest_plugins = ("pytester",)
+
+USER_TESTS = """
+import pytest
+
+
+@pytest.mark.gpu_stack("kernel/cuda")
+def test_my_kernel_on_the_gpu():
+    pass  # on the recorded H100 this part of the stack crashed: the test must be skipped, never run
+
+
+@pytest.mark.gpu_stack("custom-op")
+def test_the_control_op():
+    pass
+
+
+def test_without_a_marker():
+    pass
+"""
+
+
+def test_the_pytest_plugin_skips_tests_whose_stack_is_broken(pytester: pytest.Pytester) -> None:
+    """A recorded real report (the H100 run where a kernel's execute() touches device memory from the host):
+    the test that needs kernel/cuda is skipped with the doctor's explanation; the others run."""
+    pytester.makepyfile(USER_TESTS)
+    report = FIXTURES / "h100-kernel-host-indexing.json"
+    result = pytester.runpytest("-rs", "--gpudoctor-report", str(report))
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines(["*SKIPPED*gpudoctor: kernel/cuda crash: killed by SIGSEGV*"])
+    plain = pytester.runpytest()  # without the option the marker changes nothing
+    plain.assert_outcomes(passed=3)
+
+
+def test_the_pytest_plugin_runs_the_doctor_once_for_the_session(pytester: pytest.Pytester) -> None:
+    """`pytest --gpudoctor` on this machine (a real doctor run, torch-env only): no CUDA device here, so a test
+    that needs torch-env/cuda is skipped with the doctor's reason, and one that needs torch-env/cpu runs."""
+    pytester.makepyfile(
+        """
+import pytest
+
+
+@pytest.mark.gpu_stack("torch-env/cuda")
+def test_needs_cuda():
+    pass
+
+
+@pytest.mark.gpu_stack("torch-env/cpu")
+def test_needs_torch():
+    pass
+"""
+    )
+    result = pytester.runpytest_subprocess("-rs", "--gpudoctor", "--gpudoctor-args=--only torch-env")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*gpudoctor did not run torch-env/cuda here: no CUDA device*"])
+
+
+def test_a_bad_report_is_a_usage_error(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    pytester.makepyfile(USER_TESTS)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    result = pytester.runpytest("--gpudoctor-report", str(bad))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*not a gpudoctor --json report*"])
