@@ -52,8 +52,14 @@ def test_a_crash_is_an_error_with_its_signal_and_step(tmp_path: Path) -> None:
 def test_the_doctor_writes_junit_beside_json_with_skips_and_crashes(tmp_path: Path) -> None:
     """A real run of the synthetic probes (a segfault, an abort, a skip, a flood of invalid UTF-8 ...)."""
     junit = tmp_path / "out" / "gpudoctor.xml"
-    completed = run_cli("--json", "--probes", str(SYNTHETIC), "--jobs", "4", "--timeout", "20", "--junit", str(junit))
+    saved, markdown = tmp_path / "out" / "gpudoctor.json", tmp_path / "out" / "gpudoctor.md"
+    completed = run_cli(
+        "--json", "--probes", str(SYNTHETIC), "--jobs", "4", "--timeout", "20", "--junit", str(junit),
+        "--save-json", str(saved), "--save-markdown", str(markdown),
+    )  # fmt: skip
     document = json.loads(completed.stdout)
+    assert json.loads(saved.read_text()) == document  # one run, the same report in every form
+    assert markdown.read_text().startswith("## gpudoctor") and "**problems found**" in markdown.read_text()
     (suite,) = list(JUnitXml.fromfile(str(junit)))
     cases = {case.name: case for case in suite}
     assert set(cases) >= {r["id"] for r in document["results"]}
@@ -192,3 +198,39 @@ def test_a_bad_report_is_a_usage_error(pytester: pytest.Pytester, tmp_path: Path
     result = pytester.runpytest("--gpudoctor-report", str(bad))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*not a gpudoctor --json report*"])
+
+
+def _gpudoctor_commands(text: str) -> list[list[str]]:
+    """Every `gpudoctor ...` command line in a text (the action's steps, the docs' snippets)."""
+    import re
+    import shlex
+
+    text = text.replace("${{ inputs.args }} ", "")
+    return [shlex.split(m.group(1)) for m in re.finditer(r"(?:^|\s|-m )gpudoctor (--[^\n\\|]*)", text)]
+
+
+def test_the_action_and_the_ci_snippets_are_valid_and_use_real_options() -> None:
+    """action.yml and every YAML block in docs/ci.md parse; every gpudoctor command in them is accepted by the
+    real argument parser (an option renamed in the CLI would break this test, not a user's CI)."""
+    import re
+
+    import yaml
+
+    from gpudoctor.cli.doctor_command import build_parser
+
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    assert action["runs"]["using"] == "composite"
+    uses = [step.get("uses", "") for step in action["runs"]["steps"]]
+    assert any(u.startswith("actions/upload-artifact@") for u in uses)
+    assert any(u.startswith("EnricoMi/publish-unit-test-result-action") for u in uses)
+    docs = (ROOT / "docs" / "ci.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", docs, flags=re.DOTALL)
+    assert len(blocks) >= 4
+    for block in blocks:
+        yaml.safe_load(block)
+    commands = _gpudoctor_commands((ROOT / "action.yml").read_text()) + _gpudoctor_commands(docs)
+    assert len(commands) >= 3
+    for argv in commands:
+        build_parser().parse_args(argv)  # raises on an unknown or malformed option
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert hooks[0]["id"] == "gpudoctor-matrix-check" and hooks[0]["entry"] == "gpudoctor matrix check"

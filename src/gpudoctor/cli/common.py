@@ -112,23 +112,29 @@ def file_to_write(text: str) -> Path:
     return path
 
 
-def add_junit_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--junit",
-        type=file_to_write,
-        metavar="PATH",
-        help="also write a JUnit XML report there (one test case per probe run), beside any output",
-    )
+def add_report_file_arguments(parser: argparse.ArgumentParser) -> None:
+    """--junit, --save-json and --save-markdown: the same report also written to files, beside any output (so
+    one run feeds a CI system's test view, an artifact and a bug report)."""
+    files = parser.add_argument_group("report files, beside any output")
+    files.add_argument("--junit", type=file_to_write, metavar="PATH", help="JUnit XML, one test case per probe run")
+    files.add_argument("--save-json", type=file_to_write, metavar="PATH", help="the --json document")
+    files.add_argument("--save-markdown", type=file_to_write, metavar="PATH", help="the --markdown report")
 
 
-def write_junit(report: Report, options: argparse.Namespace) -> None:
-    """The JUnit file, when asked for (written whole or not at all)."""
-    if getattr(options, "junit", None) is None:
-        return
+def write_report_files(report: Report, options: argparse.Namespace) -> None:
+    """The files asked for, each written whole or not at all."""
     from gpudoctor.atomic import atomic_write
-    from gpudoctor.junit import to_junit
 
-    atomic_write(options.junit, to_junit(report), mode=0o644)
+    if (path := getattr(options, "junit", None)) is not None:
+        from gpudoctor.junit import to_junit
+
+        atomic_write(path, to_junit(report), mode=0o644)
+    if (path := getattr(options, "save_json", None)) is not None:
+        atomic_write(path, json.dumps(report.to_dict(), indent=2) + "\n", mode=0o644)
+    if (path := getattr(options, "save_markdown", None)) is not None:
+        from gpudoctor.render import to_markdown
+
+        atomic_write(path, to_markdown(report), mode=0o644)
 
 
 class Stop:
@@ -220,7 +226,7 @@ def finish(report: Report | None, options: argparse.Namespace, stop: Stop) -> in
     if report is None:
         sys.stderr.write(f"gpudoctor: {stop.scope.reason}; nothing had finished\n")
         return stop.exit_code or 130
-    write_junit(report, options)
+    write_report_files(report, options)
     emit(report, options)
     if stop.exit_code is not None:
         sys.stderr.write(f"gpudoctor: {stop.scope.reason}; kept the runs that had ended\n")

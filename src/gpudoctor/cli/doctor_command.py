@@ -11,7 +11,7 @@ from gpudoctor import __version__
 from gpudoctor.cli.common import (
     EXIT_OK,
     OneLineParser,
-    add_junit_argument,
+    add_report_file_arguments,
     existing_folder,
     positive_int,
     progress,
@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--probes", type=existing_folder, metavar="DIR", help="a folder of probes with its catalog.toml"
     )
     parser.add_argument("--list", action="store_true", help="list the probes and exit")
-    add_junit_argument(parser)
+    add_report_file_arguments(parser)
     return parser
 
 
@@ -87,6 +87,6 @@ def run(argv: Sequence[str]) -> int:
     if not (options.json or options.markdown or options.plain) and sys.stdin.isatty() and sys.stdout.isatty():
         from gpudoctor.tui import run_tui  # only here: the other faces never import Textual
 
-        return run_tui(doctor_options, junit=options.junit)
+        return run_tui(doctor_options, files=options)
     on_result = progress if wants_progress(options) else None
     return run_and_report(lambda scope: diagnose(doctor_options, on_result=on_result, cancel=scope), options)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from gpudoctor.cli.common import (
     OneLineParser,
-    add_junit_argument,
+    add_report_file_arguments,
     existing_file,
     existing_folder,
     positive_int,
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--probes", type=existing_folder, metavar="DIR", help="a folder of probes with its catalog.toml"
     )
-    add_junit_argument(parser)
+    add_report_file_arguments(parser)
     return parser
 
 

@@ -8,6 +8,7 @@ every running probe's process group is killed at once and the app exits without 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -390,16 +391,16 @@ class DoctorApp(App[int]):
         self.notify(message, markup=False)
 
 
-def run_tui(options: DoctorOptions, junit: Path | None = None) -> int:
+def run_tui(options: DoctorOptions, files: argparse.Namespace | None = None) -> int:
     """Run the app on this terminal. Exit status: the report's; 130 when quit (143 on SIGTERM) mid-run, and
     then what had ended is printed on the terminal the app leaves behind."""
     app = DoctorApp(options)
     code = app.run()
     finished = app.kept if app.kept is not None else app.report
-    if junit is not None and finished is not None:
-        from gpudoctor.junit import to_junit
+    if files is not None and finished is not None:
+        from gpudoctor.cli.common import write_report_files
 
-        atomic_write(junit, to_junit(finished), mode=0o644)
+        write_report_files(finished, files)  # --junit, --save-json, --save-markdown, as in plain mode
     if app.kept is not None:
         sys.stdout.write(to_text(app.kept))
         sys.stdout.flush()
