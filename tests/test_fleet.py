@@ -73,9 +73,10 @@ def _fleet(*args: str, env: dict[str, str] | None = None, timeout: float = 300) 
     )  # fmt: skip
 
 
-def test_the_node_with_another_environment_is_singled_out(cluster: tuple[Cluster, Path]) -> None:
+def test_the_node_with_another_environment_is_singled_out(cluster: tuple[Cluster, Path], tmp_path: Path) -> None:
     head, _ = cluster
-    completed = _fleet("--address", head.address, "--only", "torch-env", "--json")
+    junit = tmp_path / "fleet.xml"
+    completed = _fleet("--address", head.address, "--only", "torch-env", "--json", "--junit", str(junit))
     assert completed.returncode == 1, completed.stderr  # one node has a problem
     document = json.loads(completed.stdout)
     assert [n["status"] for n in document["nodes"]] == ["done", "done", "done"]
@@ -88,6 +89,12 @@ def test_the_node_with_another_environment_is_singled_out(cluster: tuple[Cluster
     for node in document["nodes"]:  # each node's own report came back whole
         assert node["host"] is None and node["reports"][0]["environment"]["packages"]["torch"]
     assert socket.gethostname() not in completed.stdout or len(socket.gethostname()) < 2
+    from junitparser import Failure, JUnitXml  # the same report for CI: a suite per node, read by a real parser
+
+    suites = {suite.name: suite for suite in JUnitXml.fromfile(str(junit))}
+    assert set(suites) == {"node 1", "node 2", "node 3"}
+    failing = [case for case in suites[odd_label] if any(isinstance(r, Failure) for r in case.result)]
+    assert [case.name for case in failing] == ["torch-env/cpu", "module-shadows-package"]  # run, then pre-flight
 
 
 def test_a_users_kernel_runs_on_every_node(cluster: tuple[Cluster, Path]) -> None:
@@ -282,9 +289,10 @@ async def _fleet_view(address: str) -> None:
 
     app = FleetApp(FleetOptions(address=address, doctor_args=("--only", "torch-env"), quiet=True))
     async with app.run_test(size=(160, 45)) as pilot:
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + 300
         while app.report is None:
-            assert time.monotonic() < deadline, "the fleet did not finish"
+            assert app.failure is None, app.failure
+            assert time.monotonic() < deadline, f"the fleet did not finish: {app.nodes}"
             await pilot.pause(0.2)
         table = app.query_one("#nodes")
         assert table.row_count == 3  # type: ignore[attr-defined]

@@ -45,6 +45,21 @@ def _body(result: ProbeResult, findings: list[Finding]) -> str:
 
 def to_junit(report: Report, suite: str = "gpudoctor") -> str:
     """The report as one JUnit <testsuites> document."""
+    return _document([junit_suite(report, suite)])
+
+
+def _document(suites: list[ET.Element]) -> str:
+    totals = {key: str(sum(int(s.get(key, "0")) for s in suites)) for key in ("tests", "failures", "errors", "skipped")}
+    time_total = f"{sum(float(s.get('time', '0')) for s in suites):.3f}"
+    root = ET.Element("testsuites", {"name": "gpudoctor", "tests": totals["tests"], "time": time_total,
+                                     **{k: v for k, v in totals.items() if k != "tests"}})  # fmt: skip
+    root.extend(suites)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def junit_suite(report: Report, suite: str = "gpudoctor") -> ET.Element:
+    """One <testsuite>: a case per run, and one per problem finding that names no run."""
     cases: list[ET.Element] = []
     counts = {"failures": 0, "errors": 0, "skipped": 0}
     for result in report.results:
@@ -75,8 +90,7 @@ def to_junit(report: Report, suite: str = "gpudoctor") -> str:
     total_time = f"{sum(r.duration_s for r in report.results):.3f}"
     attributes = {"name": suite, "tests": str(len(cases)), "time": total_time, "timestamp": report.created,
                   **{k: str(v) for k, v in counts.items()}}  # fmt: skip
-    root = ET.Element("testsuites", {k: v for k, v in attributes.items() if k != "timestamp"})
-    testsuite = ET.SubElement(root, "testsuite", attributes)
+    testsuite = ET.Element("testsuite", attributes)
     properties = ET.SubElement(testsuite, "properties")
     env = report.environment
     for label, value in (
@@ -89,5 +103,18 @@ def to_junit(report: Report, suite: str = "gpudoctor") -> str:
     ):
         ET.SubElement(properties, "property", {"name": label, "value": _text(value)})
     testsuite.extend(cases)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return testsuite
+
+
+def fleet_to_junit(reports: list[tuple[str, Report]], unanswered: list[tuple[str, str, str]]) -> str:
+    """A fleet as JUnit: a suite per doctor run on a node ("node 2", "node 2 gpu0"), and a failing case for each
+    node that did not answer (label, status, reason)."""
+    suites = [junit_suite(report, label) for label, report in reports]
+    if unanswered:
+        lost = ET.Element("testsuite", {"name": "fleet", "tests": str(len(unanswered)), "failures": "0",
+                                        "errors": str(len(unanswered)), "skipped": "0", "time": "0"})  # fmt: skip
+        for label, status, reason in unanswered:
+            case = ET.SubElement(lost, "testcase", {"classname": "gpudoctor.fleet", "name": _text(label), "time": "0"})
+            ET.SubElement(case, "error", {"message": _text(f"{status}: {reason}"), "type": _text(status)})
+        suites.append(lost)
+    return _document(suites)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpudoctor.cli.common import OneLineParser, folder_to_write, seconds, stop_on_signals
+from gpudoctor.cli.common import OneLineParser, file_to_write, folder_to_write, seconds, stop_on_signals
 from gpudoctor.cli.kernel_command import add_call_arguments
 from gpudoctor.model import Device
 
@@ -35,6 +35,9 @@ def build_parser() -> OneLineParser:
         "--contribute", action="store_true", help="merge one matrix row per group of nodes into the matrix"
     )
     parser.add_argument("--matrix", type=folder_to_write, metavar="DIR", help="the matrix for --contribute")
+    parser.add_argument(
+        "--junit", type=file_to_write, metavar="PATH", help="also write JUnit XML: a suite per node and GPU"
+    )
     parser.add_argument("--node-timeout", type=seconds, default=1800.0, metavar="S", help="limit for each doctor run")
     passed = parser.add_argument_group("passed to the doctor on each node")
     passed.add_argument("--python", metavar="PATH", help="the interpreter to examine there (a path on the nodes)")
@@ -103,8 +106,10 @@ def run(argv: Sequence[str]) -> int:
         from gpudoctor.tui.fleet_app import run_fleet_tui  # only here: the other faces never import Textual
 
         code, tui_report = run_fleet_tui(dataclasses.replace(fleet_options, quiet=True))
-        if options.contribute and tui_report is not None:
-            _contribute(tui_report, options.matrix)
+        if tui_report is not None:
+            _write_junit(tui_report, options.junit)
+            if options.contribute:
+                _contribute(tui_report, options.matrix)
         return code
     with stop_on_signals() as stop:
         report = run_fleet(fleet_options, cancel=stop.scope, on_node=heard)
@@ -118,9 +123,26 @@ def run(argv: Sequence[str]) -> int:
     if stop.exit_code is not None:
         sys.stderr.write(f"gpudoctor: {stop.scope.reason}; kept the nodes that had answered; nothing recorded\n")
         return stop.exit_code
+    _write_junit(report, options.junit)
     if options.contribute:
         _contribute(report, options.matrix)
     return report.exit_code
+
+
+def _write_junit(report: FleetReport, path: Path | None) -> None:
+    if path is None:
+        return
+    from gpudoctor.atomic import atomic_write
+    from gpudoctor.fleet.report import NodeStatus
+    from gpudoctor.junit import fleet_to_junit
+
+    suites = [
+        (node.label + (f" gpu{index - 1}" if index else ""), node_report)
+        for node in report.nodes
+        for index, node_report in enumerate(node.reports)
+    ]
+    unanswered = [(n.label, n.status.value, n.reason) for n in report.nodes if n.status is not NodeStatus.DONE]
+    atomic_write(path, fleet_to_junit(suites, unanswered), mode=0o644)
 
 
 def _contribute(report: FleetReport, matrix_dir: Path | None) -> None:

@@ -108,6 +108,7 @@ class FleetApp(App[int]):
         self.report: FleetReport | None = None
         self.running = False
         self.kept: FleetReport | None = None
+        self.failure: str | None = None  # the one line of an error that ended the fleet run
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -181,6 +182,7 @@ class FleetApp(App[int]):
 
     def on_fleet_failed(self, message: FleetFailed) -> None:
         self.running = False
+        self.failure = message.text
         self._say(message.text)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
