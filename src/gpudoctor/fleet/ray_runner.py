@@ -114,6 +114,11 @@ def connect(ray: Any, address: str | None, package: Path) -> None:
     failure: list[BaseException] = []
 
     def init() -> None:
+        # Ray asks sys.stdout and sys.stderr for their file descriptors; a TUI (or a test runner) may have put
+        # objects without one in their place, so Ray sees the process's real streams while it starts.
+        replaced = sys.stdout, sys.stderr
+        sys.stdout = sys.__stdout__ or replaced[0]
+        sys.stderr = sys.__stderr__ or replaced[1]
         try:
             ray.init(
                 address=address or "auto",
@@ -124,6 +129,8 @@ def connect(ray: Any, address: str | None, package: Path) -> None:
             )
         except BaseException as error:  # reported below, in the caller's thread
             failure.append(error)
+        finally:
+            sys.stdout, sys.stderr = replaced
 
     thread = threading.Thread(target=init, daemon=True)
     thread.start()
