@@ -137,3 +137,21 @@ def test_float8_patch_is_verified_by_a_real_rerun(tmp_path: Path) -> None:
         "fixed by patch float8-e8m0fnu-alias: max-import rerun with the patch: pass"
     )
     assert "GPUDOCTOR_PATCH_FILES=" in finding["patch_note"]
+
+
+def test_max_aborts_when_its_runtime_is_tuned_from_the_environment() -> None:
+    """Found here: with MODULAR_THREAD_BUSY_WAIT_US set, the real MAX aborts building graph_op's graph; the
+    doctor names it (and shows the variable in the inventory)."""
+    import json
+    import os
+
+    from conftest import run_cli
+
+    env = {**os.environ, "MODULAR_THREAD_BUSY_WAIT_US": "1"}
+    completed = run_cli("--json", "--only", "graph-op", "--device", "cpu", env=env)
+    document = json.loads(completed.stdout)
+    result = next(r for r in document["results"] if r["id"] == "graph-op/cpu")
+    assert result["outcome"] == "crash" and result["signal"] == "SIGABRT", result["summary"]
+    finding = next(f for f in document["findings"] if f["id"] == "max-runtime-env-context-abort")
+    assert finding["runs"] == ["graph-op/cpu"]
+    assert document["environment"]["env_vars"]["MODULAR_THREAD_BUSY_WAIT_US"] == "1"
