@@ -98,7 +98,7 @@ def prepare(d: Path) -> None:
     (d / "schema-99.json").write_text(json.dumps({**report, "schema_version": 99}))
     (d / "missing-field.json").write_text(json.dumps({k: v for k, v in report.items() if k != "environment"}))
     (d / "matrix-file").write_text("a file where the matrix folder should be\n")
-    for name, content in (("row-fifo", None), ("row-folder", None), ("row-huge", None)):
+    for name in ("row-fifo", "row-folder", "row-huge"):
         rows = d / name / "rows"
         rows.mkdir(parents=True)
         target = rows / "cpu_torch-2.13.0_max-26.7.0_000000000000.toml"
@@ -108,7 +108,6 @@ def prepare(d: Path) -> None:
             target.mkdir()
         else:
             _sparse(target, 100 * 1024 * 1024)
-        del content
     (d / "grid-bad.toml").write_text('torch = "2.13"\n')
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -42,7 +43,7 @@ title = "crashes while the others run"
 
 def _invocation(script: str, probe_id: str, device: Device = Device.NONE) -> ProbeInvocation:
     spec = ProbeSpec(id=probe_id, script=script, title=probe_id, devices=(device,), details=("answer",))
-    return ProbeInvocation(spec, device, os.environ.get("PYTHON", __import__("sys").executable), SYNTHETIC, 60)
+    return ProbeInvocation(spec, device, sys.executable, SYNTHETIC, 60)
 
 
 def test_every_second_of_a_run_is_in_a_step() -> None:

@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +68,6 @@ def ask(python: str, source: str, *args: str, cancel: CancelScope | None = None)
     readers = [TailReader(process.stdout, ANSWER_LIMIT), TailReader(process.stderr, 64 * 1024)]
     for reader in readers:
         reader.start()
-    deadline = time.monotonic() + ANSWER_TIMEOUT_S
     try:
         with owner.owning(process.pid):
             try:
@@ -85,7 +83,7 @@ def ask(python: str, source: str, *args: str, cancel: CancelScope | None = None)
         raise Cancelled(owner.reason or "cancelled")
     stdout, stderr = readers[0].data().decode("utf-8", "replace"), readers[1].text()
     name = redact_text(python)
-    if returncode is None or time.monotonic() > deadline + 1:
+    if returncode is None:
         raise GpuDoctorError(f"--python {name}: no answer within {ANSWER_TIMEOUT_S:g} s", hint=HINT)
     if returncode != 0:
         said = stderr.strip().splitlines()[-1] if stderr.strip() else stdout.strip()

@@ -20,8 +20,8 @@ def _size(limit_bytes: int) -> str:
     return f"{limit_bytes // MiB} MiB" if limit_bytes >= MiB else f"{limit_bytes // KiB} KiB"
 
 
-def read_bytes(path: Path, limit_bytes: int, error: type[GpuDoctorError] = GpuDoctorError) -> bytes:
-    """The content of the regular file ``path`` if it is at most ``limit_bytes`` long; otherwise ``error``.
+def _read_regular(path: Path, most: int, error: type[GpuDoctorError]) -> bytes:
+    """At most ``most`` bytes from the start of the regular file ``path``; ``error`` for anything else.
 
     O_NONBLOCK makes opening a FIFO return at once (then refused as not a regular file) instead of waiting for
     a writer that may never come; the kind is checked on the open descriptor, so a file swapped in between
@@ -41,19 +41,23 @@ def read_bytes(path: Path, limit_bytes: int, error: type[GpuDoctorError] = GpuDo
             raise error(f"{path}: not a regular file (a pipe, socket or device is never read)")
         chunks: list[bytes] = []
         size = 0
-        while size <= limit_bytes:
-            chunk = os.read(fd, limit_bytes + 1 - size)
-            if not chunk:
-                break
+        while size < most and (chunk := os.read(fd, most - size)):
             chunks.append(chunk)
             size += len(chunk)
+        return b"".join(chunks)
     except OSError as failure:
         raise error(f"{path}: cannot read: {failure.strerror or failure}") from failure
     finally:
         os.close(fd)
-    if size > limit_bytes:
+
+
+def read_bytes(path: Path, limit_bytes: int, error: type[GpuDoctorError] = GpuDoctorError) -> bytes:
+    """The content of the regular file ``path`` if it is at most ``limit_bytes`` long; otherwise ``error``
+    (no more than the limit is read even if the file grows meanwhile)."""
+    data = _read_regular(path, limit_bytes + 1, error)
+    if len(data) > limit_bytes:
         raise error(f"{path}: larger than {_size(limit_bytes)}; not read")
-    return b"".join(chunks)
+    return data
 
 
 def read_text(path: Path, limit_bytes: int, error: type[GpuDoctorError] = GpuDoctorError) -> str:
@@ -68,22 +72,9 @@ def read_prefix(path: Path, limit_bytes: int) -> bytes | None:
     """At most the first ``limit_bytes`` of a regular file (for scanners that look at the start of big
     files); None for anything that is not a readable regular file."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+        return _read_regular(path, limit_bytes, GpuDoctorError)
+    except GpuDoctorError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks: list[bytes] = []
-        size = 0
-        while size < limit_bytes and (chunk := os.read(fd, limit_bytes - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def read_source(path: Path, limit_bytes: int) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -52,33 +53,32 @@ def build_parser() -> OneLineParser:
     return parser
 
 
-def doctor_args(options: object) -> tuple[str, ...]:
+def doctor_args(options: argparse.Namespace) -> tuple[str, ...]:
     """The arguments of the doctor each node runs: `gpudoctor ARGS`, or `gpudoctor kernel PATH ARGS`."""
+    given = vars(options)
     args: list[str] = []
-    kernel = getattr(options, "kernel", None)
-    if kernel:
-        args += ["kernel", str(kernel)]
-        for flag, name in (("--spec", "spec"), ("--shape", "shape"), ("--dtype", "dtype"), ("--values", "values"),
-                           ("--reference", "reference")):  # fmt: skip
-            value = getattr(options, name, None)
-            if value and not (name == "values" and value == "arange"):
-                args += [flag, str(value)]
-        for flag, name in (("--op", "op"), ("--param", "param")):
-            for value in getattr(options, name, None) or ():
-                args += [flag, value]
-    elif any(getattr(options, n, None) for n in ("spec", "op", "shape", "dtype", "param", "reference")):
+    if options.kernel:
+        args += ["kernel", str(options.kernel)]
+        for name in ("spec", "shape", "dtype", "reference"):
+            if given[name]:
+                args += [f"--{name}", str(given[name])]
+        if options.values != "arange":  # the default
+            args += ["--values", options.values]
+        for name in ("op", "param"):
+            for value in given[name] or ():
+                args += [f"--{name}", value]
+    elif any(given[name] for name in ("spec", "op", "shape", "dtype", "param", "reference")):
         from gpudoctor.errors import GpuDoctorError
 
         raise GpuDoctorError("--spec, --op, --shape, --dtype, --param and --reference go with --kernel PATH")
-    for flag, value in (("--python", getattr(options, "python", None)), ("--device", getattr(options, "device", None)),
-                        ("--probes", getattr(options, "probes", None))):  # fmt: skip
-        if value:
-            args += [flag, str(value)]
-    for probe in getattr(options, "only", None) or ():
+    for name in ("python", "device", "probes"):
+        if given[name]:
+            args += [f"--{name}", str(given[name])]
+    for probe in options.only or ():
         args += ["--only", probe]
-    if getattr(options, "timeout", None):
-        args += ["--timeout", f"{options.timeout:g}"]  # type: ignore[attr-defined]
-    if getattr(options, "no_probes", False):
+    if options.timeout:
+        args += ["--timeout", f"{options.timeout:g}"]
+    if options.no_probes:
         args.append("--no-probes")
     return tuple(args)
 

@@ -48,7 +48,7 @@ class FleetOptions:
 NodeCallback = Callable[[NodeRun], None]
 
 
-def import_ray() -> Any:
+def _import_ray() -> Any:
     try:
         import ray
     except ImportError:
@@ -73,7 +73,7 @@ def _check_reachable(address: str) -> None:
 
 
 @contextlib.contextmanager
-def staged_gpudoctor() -> Iterator[Path]:
+def _staged_gpudoctor() -> Iterator[Path]:
     """This gpudoctor as one package folder with its probes and kernels inside (the wheel's layout), for Ray to
     ship to the nodes."""
     from gpudoctor.catalog import default_kernel_dir, default_probe_dir
@@ -90,7 +90,7 @@ def staged_gpudoctor() -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def driver_output_off_stdout(quiet: bool) -> Iterator[None]:
+def _driver_output_off_stdout(quiet: bool) -> Iterator[None]:
     """Ray's driver prints what it hears from the cluster (a raylet that died, a worker's error) on standard
     output; while it runs, descriptor 1 is standard error (or /dev/null under the TUI), so the report on stdout
     stays one clean document."""
@@ -108,7 +108,7 @@ def driver_output_off_stdout(quiet: bool) -> Iterator[None]:
         os.close(target)
 
 
-def connect(ray: Any, address: str | None, package: Path) -> None:
+def _connect(ray: Any, address: str | None, package: Path) -> None:
     if address:
         _check_reachable(address)
     failure: list[BaseException] = []
@@ -155,6 +155,20 @@ _DIE_WITH_PARENT = (
     "if os.getppid() != parent: sys.exit(143)\n"
     "os.execv(sys.executable, [sys.executable] + sys.argv[1:])\n"
 )
+
+
+@contextlib.contextmanager
+def ray_session(address: str | None, quiet: bool = False) -> Iterator[Any]:
+    """Ray, connected to the cluster with this gpudoctor shipped to its nodes and Ray's own output kept off
+    stdout; shut down on the way out, whatever happened. What `fleet` and `sweep --ray` both run in."""
+    ray = _import_ray()
+    with _staged_gpudoctor() as package, _driver_output_off_stdout(quiet):
+        _connect(ray, address, package)
+        try:
+            yield ray
+        finally:
+            with contextlib.suppress(Exception):
+                ray.shutdown()
 
 
 def _examine_node(doctor_args: list[str], timeout_s: float) -> dict[str, Any]:
@@ -220,65 +234,59 @@ def run_fleet(
     options: FleetOptions, *, cancel: CancelScope | None = None, on_node: NodeCallback | None = None
 ) -> FleetReport:
     """The doctor on every alive node; results of nodes that answered are kept whatever happens to the others."""
-    ray = import_ray()
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
     scope = cancel if cancel is not None else CancelScope()
     created = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
-    with staged_gpudoctor() as package, driver_output_off_stdout(options.quiet):
-        connect(ray, options.address, package)
-        try:
-            alive = [n for n in ray.nodes() if n.get("Alive")]
-            alive.sort(key=lambda n: ("node:__internal_head__" not in n.get("Resources", {}), n["NodeID"]))
-            if not alive:
-                raise GpuDoctorError("the Ray cluster has no alive node")
-            examine = ray.remote(num_cpus=0, max_retries=0)(_examine_node)
-            started = time.monotonic()
-            pending: dict[Any, tuple[str, str]] = {}
-            for number, node in enumerate(alive, 1):
-                host = f"{node.get('NodeManagerHostname')} ({node.get('NodeManagerAddress')})"
-                strategy = NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
-                gpus = int(node.get("Resources", {}).get("GPU", 0))
-                # All of the node's GPUs, so Ray says which they are (CUDA_VISIBLE_DEVICES) and no job uses them
-                # meanwhile; a node whose GPUs are busy waits for them, within the node limit.
-                ref = examine.options(scheduling_strategy=strategy, num_gpus=gpus).remote(
-                    list(options.doctor_args), options.node_timeout_s
-                )
-                pending[ref] = (f"node {number}", host)
-            done: dict[str, NodeRun] = {}
-            deadline = started + options.node_timeout_s * 2 + 60  # each node runs one doctor, then one per GPU
+    with ray_session(options.address, options.quiet) as ray:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-            def finish(node: NodeRun) -> None:
-                done[node.label] = node
-                if on_node is not None:
-                    on_node(node)
+        alive = [n for n in ray.nodes() if n.get("Alive")]
+        alive.sort(key=lambda n: ("node:__internal_head__" not in n.get("Resources", {}), n["NodeID"]))
+        if not alive:
+            raise GpuDoctorError("the Ray cluster has no alive node")
+        examine = ray.remote(num_cpus=0, max_retries=0)(_examine_node)
+        started = time.monotonic()
+        pending: dict[Any, tuple[str, str]] = {}
+        for number, node in enumerate(alive, 1):
+            host = f"{node.get('NodeManagerHostname')} ({node.get('NodeManagerAddress')})"
+            strategy = NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
+            gpus = int(node.get("Resources", {}).get("GPU", 0))
+            # All of the node's GPUs, so Ray says which they are (CUDA_VISIBLE_DEVICES) and no job uses them
+            # meanwhile; a node whose GPUs are busy waits for them, within the node limit.
+            ref = examine.options(scheduling_strategy=strategy, num_gpus=gpus).remote(
+                list(options.doctor_args), options.node_timeout_s
+            )
+            pending[ref] = (f"node {number}", host)
+        done: dict[str, NodeRun] = {}
+        deadline = started + options.node_timeout_s * 2 + 60  # each node runs one doctor, then one per GPU
 
-            while pending:
-                if scope.cancelled or time.monotonic() > deadline:
-                    status = NodeStatus.INTERRUPTED if scope.cancelled else NodeStatus.TIMEOUT
-                    why = scope.reason or "stopped" if scope.cancelled else "no answer in time; its task was cancelled"
-                    for ref, (label, where) in pending.items():
-                        with contextlib.suppress(Exception):
-                            ray.cancel(ref, force=True)
-                        shown = where if options.show_hosts else None
-                        finish(NodeRun(label, status, (), why, shown, time.monotonic() - started))
-                    break
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=_POLL_S)
-                for ref in ready:
-                    label, where = pending.pop(ref)
-                    shown_host = where if options.show_hosts else None
-                    seconds = time.monotonic() - started
-                    try:
-                        answer = ray.get(ref)
-                    except ray.exceptions.RayTaskError as error:
-                        finish(NodeRun(label, NodeStatus.FAILED, (), str(error).splitlines()[0], shown_host, seconds))
-                        continue
-                    except ray.exceptions.RayError as error:  # the node or its worker died
-                        finish(NodeRun(label, NodeStatus.LOST, (), type(error).__name__, shown_host, seconds))
-                        continue
-                    finish(_node_run(label, shown_host, answer, seconds))
-            nodes = [done[f"node {n}"] for n in range(1, len(alive) + 1)]
-        finally:
-            with contextlib.suppress(Exception):
-                ray.shutdown()
+        def finish(node: NodeRun) -> None:
+            done[node.label] = node
+            if on_node is not None:
+                on_node(node)
+
+        while pending:
+            if scope.cancelled or time.monotonic() > deadline:
+                status = NodeStatus.INTERRUPTED if scope.cancelled else NodeStatus.TIMEOUT
+                why = scope.reason or "stopped" if scope.cancelled else "no answer in time; its task was cancelled"
+                for ref, (label, where) in pending.items():
+                    with contextlib.suppress(Exception):
+                        ray.cancel(ref, force=True)
+                    shown = where if options.show_hosts else None
+                    finish(NodeRun(label, status, (), why, shown, time.monotonic() - started))
+                break
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=_POLL_S)
+            for ref in ready:
+                label, where = pending.pop(ref)
+                shown_host = where if options.show_hosts else None
+                seconds = time.monotonic() - started
+                try:
+                    answer = ray.get(ref)
+                except ray.exceptions.RayTaskError as error:
+                    finish(NodeRun(label, NodeStatus.FAILED, (), str(error).splitlines()[0], shown_host, seconds))
+                    continue
+                except ray.exceptions.RayError as error:  # the node or its worker died
+                    finish(NodeRun(label, NodeStatus.LOST, (), type(error).__name__, shown_host, seconds))
+                    continue
+                finish(_node_run(label, shown_host, answer, seconds))
+        nodes = [done[f"node {n}"] for n in range(1, len(alive) + 1)]
     return analyse(nodes, created, __version__)

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from gpudoctor.cancel import CancelScope
-from gpudoctor.fleet.ray_runner import connect, driver_output_off_stdout, import_ray, staged_gpudoctor
+from gpudoctor.fleet.ray_runner import ray_session
 from gpudoctor.model import Report
 from gpudoctor.sweep.grid import CellResult, CellStatus
 from gpudoctor.sweep.run import EventCallback, Grid, Sweep, SweepEvent, SweepOptions
@@ -38,7 +38,6 @@ def sweep_on_ray(
     on_event: EventCallback | None = None,
     cancel: CancelScope | None = None,
 ) -> Grid:
-    ray = import_ray()
     scope = cancel if cancel is not None else CancelScope()
     local = Sweep(options)  # merges rows into this machine's matrix
     node_options = dataclasses.replace(options, matrix_dir=None, parallel=1)
@@ -49,35 +48,30 @@ def sweep_on_ray(
         if on_event is not None:
             on_event(SweepEvent(cell, "done", result))
 
-    with staged_gpudoctor() as package, driver_output_off_stdout(False):
-        connect(ray, address, package)
-        try:
-            remote = ray.remote(num_cpus=1, max_retries=0)(_examine_cell)
-            pending = {
-                remote.options(scheduling_strategy="SPREAD").remote(node_options, cell): (cell, time.monotonic())
-                for cell in options.cells
-            }
-            while pending:
-                if scope.cancelled:
-                    for ref, (cell, _) in pending.items():
-                        with contextlib.suppress(Exception):
-                            ray.cancel(ref, force=True)
-                        done(cell, CellResult(cell, CellStatus.INTERRUPTED, f"not finished: {scope.reason}"))
-                    break
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=_POLL_S)
-                for ref in ready:
-                    cell, started = pending.pop(ref)
-                    try:
-                        result_data, report_data = ray.get(ref)
-                    except ray.exceptions.RayError as error:
-                        reason = f"the node examining it was lost ({type(error).__name__})"
-                        done(cell, CellResult(cell, CellStatus.LOST, reason, duration_s=time.monotonic() - started))
-                        continue
-                    result = CellResult.from_dict(result_data)
-                    if report_data is not None:
-                        local.record(cell, result, Report.from_dict(report_data))
-                    done(cell, result)
-        finally:
-            with contextlib.suppress(Exception):
-                ray.shutdown()
+    with ray_session(address) as ray:
+        remote = ray.remote(num_cpus=1, max_retries=0)(_examine_cell)
+        pending = {
+            remote.options(scheduling_strategy="SPREAD").remote(node_options, cell): (cell, time.monotonic())
+            for cell in options.cells
+        }
+        while pending:
+            if scope.cancelled:
+                for ref, (cell, _) in pending.items():
+                    with contextlib.suppress(Exception):
+                        ray.cancel(ref, force=True)
+                    done(cell, CellResult(cell, CellStatus.INTERRUPTED, f"not finished: {scope.reason}"))
+                break
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=_POLL_S)
+            for ref in ready:
+                cell, started = pending.pop(ref)
+                try:
+                    result_data, report_data = ray.get(ref)
+                except ray.exceptions.RayError as error:
+                    reason = f"the node examining it was lost ({type(error).__name__})"
+                    done(cell, CellResult(cell, CellStatus.LOST, reason, duration_s=time.monotonic() - started))
+                    continue
+                result = CellResult.from_dict(result_data)
+                if report_data is not None:
+                    local.record(cell, result, Report.from_dict(report_data))
+                done(cell, result)
     return Grid(tuple(results[c] for c in options.cells), interrupted=scope.cancelled)

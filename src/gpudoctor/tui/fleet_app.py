@@ -25,6 +25,7 @@ from gpudoctor.errors import GpuDoctorError
 from gpudoctor.fleet.ray_runner import FleetOptions, run_fleet
 from gpudoctor.fleet.render import fleet_text
 from gpudoctor.fleet.report import FleetReport, NodeRun, NodeStatus
+from gpudoctor.render import safe_text
 from gpudoctor.tui.widgets import plain
 
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
@@ -64,24 +65,24 @@ def node_details(node: NodeRun, report: FleetReport | None) -> Text:
     text = Text()
     text.append(f"{node.label}: {node.status.value} in {node.duration_s:.1f} s\n", style="bold")
     if node.host:
-        text.append(plain(node.host).plain + "\n")
+        text.append(safe_text(node.host) + "\n")
     if node.reason:
-        text.append(plain(node.reason).plain + "\n")
+        text.append(safe_text(node.reason) + "\n")
     if report is not None:
         for line in report.odd_ones:
             if line.startswith(f"{node.label} ("):
                 text.append("\nwhat sets it apart:\n", style="bold")
-                text.append(plain(line.split(": ", 1)[1]).plain + "\n", style="yellow")
+                text.append(safe_text(line.split(": ", 1)[1]) + "\n", style="yellow")
     if node.environment:
         text.append("\nenvironment:\n", style="bold")
         for key, value in node.environment.items():
-            text.append(plain(f"  {key} = {value}").plain + "\n")
+            text.append(safe_text(f"  {key} = {value}") + "\n")
     if node.outcomes:
         text.append("\nruns:\n", style="bold")
         for run_id, outcome in sorted(node.outcomes.items()):
             style = "green" if outcome == "pass" else ("dim" if outcome == "skipped" else "bold red")
             text.append(f"  {outcome:<11}", style=style)
-            text.append(plain(run_id).plain + "\n")
+            text.append(safe_text(run_id) + "\n")
     if node.findings:
         text.append("\nproblem findings: ", style="bold")
         text.append(", ".join(node.findings) + "\n")
@@ -171,7 +172,7 @@ class FleetApp(App[int]):
         if odd:
             text.append("odd ones out:\n", style="bold yellow")
             for line in odd:
-                text.append(plain(line).plain + "\n")
+                text.append(safe_text(line) + "\n")
         else:
             text.append("every node that answered has the same environment and the same outcomes", style="green")
         self.query_one("#odd", Static).update(text)
