@@ -30,6 +30,11 @@ from typing import Any
 # reports the doctor's own peak RSS (its probes are separate processes).
 _DOCTOR = """
 import json, resource, sys, time
+try:  # as the CLI does first (gpudoctor.cli.main); older checkouts have no such module
+    from gpudoctor.bytecode import keep_own_bytecode
+    keep_own_bytecode()
+except ImportError:
+    pass
 from gpudoctor.doctor import DoctorOptions, diagnose
 t0 = time.monotonic()
 timeline = {}

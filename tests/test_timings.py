@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -128,3 +130,77 @@ def test_runs_expected_to_take_longest_start_first() -> None:
 def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Reserved folders and learned durations of these tests go to a cache folder of their own."""
     monkeypatch.setenv("GPUDOCTOR_CACHE_DIR", str(tmp_path / "cache"))
+
+
+PASSES_CATALOG = '[[probe]]\nid = "passes"\nscript = "passes.py"\ntitle = "passes"\ndevices = ["cpu"]\n'
+
+
+def _pyc_names(folder: Path) -> set[str]:
+    return {path.name.split(".")[0] for path in folder.rglob("*.pyc")} if folder.exists() else set()
+
+
+def test_probes_keep_bytecode_in_the_cache_where_the_environment_turns_it_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PYTHONDONTWRITEBYTECODE (set by many container images, whose packages then have no .pyc) made every probe
+    compile every module it imports, torch included: the probes keep bytecode in gpudoctor's cache instead, and
+    nothing is written into the probes' (or any installed package's) folder."""
+    probes = synthetic_copy(tmp_path, PASSES_CATALOG)
+    for stale in probes.rglob("__pycache__"):
+        shutil.rmtree(stale)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("GPUDOCTOR_CACHE_DIR", str(cache))
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    spec = ProbeSpec(id="passes", script="passes.py", title="passes", devices=(Device.CPU,), details=("answer",))
+    result = run_probe(ProbeInvocation(spec, Device.CPU, sys.executable, probes, 60))
+    assert result.outcome is Outcome.PASS
+    # The probe's own modules (and the harness) were compiled once, under the cache, mirroring their paths.
+    kept = cache / "pycache"
+    assert {"_use_harness", "_harness", "_protocol"} <= _pyc_names(kept), sorted(_pyc_names(kept))
+    assert any(str(probes).lstrip("/") in str(path) for path in kept.rglob("_use_harness*.pyc"))
+    assert not list(probes.rglob("__pycache__")), "bytecode was written into the probes' folder"
+
+    # A prefix the user chose is theirs: the environment is left exactly as it is (so here nothing is written).
+    shutil.rmtree(cache)
+    mine = tmp_path / "mine"
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(mine))
+    result = run_probe(ProbeInvocation(spec, Device.CPU, sys.executable, probes, 60))
+    assert result.outcome is Outcome.PASS
+    assert not _pyc_names(cache / "pycache") and not _pyc_names(mine)
+
+
+def test_probe_environment_changes_only_what_is_unset() -> None:
+    from gpudoctor.caches import probe_environment
+
+    plain = probe_environment({"PATH": "/usr/bin", "TORCHINDUCTOR_CACHE_DIR": "/mine"})
+    assert plain["TORCHINDUCTOR_CACHE_DIR"] == "/mine"
+    assert plain["MODULAR_MAX_ENABLE_MODEL_IR_CACHE"] == "1"
+    assert "PYTHONPYCACHEPREFIX" not in plain and "PYTHONDONTWRITEBYTECODE" not in plain
+    empty_flag = probe_environment({"PYTHONDONTWRITEBYTECODE": ""})  # Python reads "" as unset
+    assert empty_flag["PYTHONDONTWRITEBYTECODE"] == "" and "PYTHONPYCACHEPREFIX" not in empty_flag
+    off = probe_environment({"PYTHONDONTWRITEBYTECODE": "1"})
+    assert "PYTHONDONTWRITEBYTECODE" not in off and off["PYTHONPYCACHEPREFIX"].endswith("/pycache")
+
+
+def test_the_doctor_keeps_its_own_bytecode_where_the_environment_turns_it_off(tmp_path: Path) -> None:
+    env = {**os.environ, "GPUDOCTOR_CACHE_DIR": str(tmp_path / "cache"), "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("PYTHONPYCACHEPREFIX", None)
+    for _ in range(2):  # the second start reads what the first wrote
+        completed = subprocess.run(
+            [sys.executable, "-m", "gpudoctor", "--json", "--no-probes"],
+            capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, check=False, timeout=120,
+        )  # fmt: skip
+        assert completed.returncode in (0, 1), completed.stderr
+        validate_report(json.loads(completed.stdout))
+    kept = _pyc_names(tmp_path / "cache" / "pycache")
+    assert {"doctor", "inventory", "doctor_command", "render"} <= kept, sorted(kept)
+    # and `python -B`, a choice made for one command, is left alone
+    shutil.rmtree(tmp_path / "cache")
+    env.pop("PYTHONDONTWRITEBYTECODE")
+    completed = subprocess.run(
+        [sys.executable, "-B", "-m", "gpudoctor", "--json", "--no-probes"],
+        capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, check=False, timeout=120,
+    )  # fmt: skip
+    assert completed.returncode in (0, 1), completed.stderr
+    assert not _pyc_names(tmp_path / "cache" / "pycache")

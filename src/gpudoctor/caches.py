@@ -1,5 +1,6 @@
-"""What probes reuse between runs: gpudoctor's cache folder, the compile caches of MAX and torch pointed into
-it, and how long each run took last time (so the longest start first).
+"""What probes reuse between runs: the compile caches of MAX and torch pointed into gpudoctor's cache folder
+(``gpudoctor.bytecode.cache_dir``; Python's bytecode too where the environment turned it off), and how long each
+run took last time (so the longest start first).
 
 Every cache is content-keyed by its owner (MAX's model IR cache by the graph and compiler, Inductor's by the
 graph and torch, the compiled control package by its sources and the MAX version), so a warm run tests the
@@ -19,11 +20,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from gpudoctor.atomic import atomic_write
+from gpudoctor.bytecode import cache_dir, keep_probe_bytecode
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Outcome, ProbeResult
 from gpudoctor.textfile import read_text
 
-CACHE_DIR_ENV = "GPUDOCTOR_CACHE_DIR"
 DURATIONS_FILE = "durations.json"
 # MAX compiles each custom-op graph on its first call (8-12 s for the control kernel on a CPU) unless its model
 # IR cache is on; with it, a warm first call takes 1.5 s. Off by default in MAX 26.x.
@@ -37,19 +38,14 @@ INDUCTOR_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
 INDUCTOR_THREADS_ENV = "TORCHINDUCTOR_COMPILE_THREADS"
 
 
-def cache_dir() -> Path:
-    """$GPUDOCTOR_CACHE_DIR, else $XDG_CACHE_HOME/gpudoctor, else ~/.cache/gpudoctor."""
-    explicit = os.environ.get(CACHE_DIR_ENV)
-    if explicit:
-        return Path(explicit)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpudoctor"
-
-
-def probe_cache_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The variables that make the probes' compile caches warm across runs, except those the user has set."""
-    environ = os.environ if environ is None else environ
+def probe_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` with the variables that keep the probes' compile caches (MAX's, Inductor's, Python's bytecode
+    where the environment turned it off) warm across runs; variables the user has set are kept as they are."""
+    env = dict(environ)
     wanted = {MAX_MODEL_CACHE_ENV: "1", INDUCTOR_CACHE_ENV: str(cache_dir() / "inductor"), INDUCTOR_THREADS_ENV: "1"}
-    return {name: value for name, value in wanted.items() if name not in environ}
+    env.update({name: value for name, value in wanted.items() if name not in environ})
+    keep_probe_bytecode(env)
+    return env
 
 
 @contextlib.contextmanager

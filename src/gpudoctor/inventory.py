@@ -64,6 +64,8 @@ ENV_VARS: tuple[str, ...] = (
     "MODULAR_MAX_ENABLE_MODEL_IR_CACHE",
     "GPUDOCTOR_CACHE_DIR",
     "XDG_CACHE_HOME",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONPYCACHEPREFIX",
 )
 
 # Facts about the examined interpreter's stack that need no import of torch or MAX: where each top-level name

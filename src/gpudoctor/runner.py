@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpudoctor.caches import probe_cache_env, reserved_temp_dir
+from gpudoctor.caches import probe_environment, reserved_temp_dir
 from gpudoctor.cancel import CancelScope, kill_group
 from gpudoctor.capture import TailReader
 from gpudoctor.crashinfo import fatal_error, faulthandler_frames, signal_name, traceback_tail
@@ -120,9 +120,8 @@ def run_probe(invocation: ProbeInvocation, cancel: CancelScope | None = None) ->
     with contextlib.ExitStack() as stack:
         scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="gpudoctor-"))
         result_file = Path(scratch) / "result.jsonl"
-        env = dict(os.environ)
-        env.update(probe_cache_env())  # warm compile caches across runs (content-keyed by MAX and torch)
-        env.update(invocation.extra_env)
+        # Warm compile caches across runs (each content-keyed by its owner), except where a variable is set.
+        env = probe_environment({**os.environ, **invocation.extra_env})
         env[RESULT_FILE_ENV] = str(result_file)
         # A temporary folder of its own: MAX builds a source package to a path in the temp folder named by
         # the source path alone, so two probes compiling the same package at once would overwrite the file

@@ -12,9 +12,9 @@ import contextlib
 import sys
 from collections.abc import Sequence
 
+from gpudoctor.bytecode import keep_own_bytecode
 from gpudoctor.cli.output import guarded_stdout
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.render import safe_text
 
 
 def run(argv: Sequence[str] | None = None) -> int:
@@ -49,23 +49,26 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    keep_own_bytecode()  # before the command's modules are imported (lazily, in run), so they compile once
     try:
         with guarded_stdout():
             return run(argv)
     except GpuDoctorError as error:
-        _say(safe_text(error.one_line()))
+        _say(error.one_line())
         return error.exit_code
     except KeyboardInterrupt:  # outside a session (while parsing, say): nothing is running
         _say("gpudoctor: interrupted")
         return 130
     except OSError as error:  # the disk, not the doctor: a folder that cannot be written, a disk that is full
         where = f"{error.filename}: " if error.filename else ""
-        _say(safe_text(f"gpudoctor: error: {where}{error.strerror or error}"))
+        _say(f"gpudoctor: error: {where}{error.strerror or error}")
         return 2
 
 
 def _say(line: str) -> None:
-    """One line on stderr, if there is a stderr to write to."""
+    """One line on stderr (made safe for a terminal), if there is a stderr to write to."""
+    from gpudoctor.render import safe_text
+
     with contextlib.suppress(OSError, AttributeError, ValueError):
-        sys.stderr.write(line + "\n")
+        sys.stderr.write(safe_text(line) + "\n")
         sys.stderr.flush()

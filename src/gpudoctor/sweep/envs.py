@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpudoctor.atomic import atomic_write
-from gpudoctor.caches import cache_dir
+from gpudoctor.bytecode import cache_dir
 from gpudoctor.cancel import CancelScope, kill_group
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.interpreter import site_packages

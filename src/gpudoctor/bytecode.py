@@ -1,0 +1,61 @@
+"""Where gpudoctor keeps what it reuses between runs, and Python bytecode when the environment turns its cache off.
+
+With ``PYTHONDONTWRITEBYTECODE`` set (container images often set it, and install packages without ``.pyc``
+files), every Python process compiles every module it imports from source: on the H100 machine this cost each
+probe process about 4 s of ``import torch`` and the torch.compile probe 13 s of CPU, and the doctor's own start
+0.24 s. Python can keep bytecode outside the source tree (``PYTHONPYCACHEPREFIX``, Python >= 3.8), which
+honours what the variable is usually set for — nothing written into the installed packages — so, unless the
+user chose a prefix themselves, the probes and the doctor keep theirs in gpudoctor's cache folder. Bytecode is
+checked against its source's size and modification time on every import, so a cached file never stands in for
+a changed module. Imports nothing heavy: the doctor calls it before its own imports.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import MutableMapping
+from pathlib import Path
+
+CACHE_DIR_ENV = "GPUDOCTOR_CACHE_DIR"
+NO_BYTECODE_ENV = "PYTHONDONTWRITEBYTECODE"
+PYCACHE_PREFIX_ENV = "PYTHONPYCACHEPREFIX"
+PYCACHE_FOLDER = "pycache"
+
+
+def cache_dir() -> Path:
+    """$GPUDOCTOR_CACHE_DIR, else $XDG_CACHE_HOME/gpudoctor, else ~/.cache/gpudoctor."""
+    explicit = os.environ.get(CACHE_DIR_ENV)
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpudoctor"
+
+
+def bytecode_prefix() -> Path:
+    """The folder under which gpudoctor keeps bytecode that Python was told not to write beside the sources."""
+    return cache_dir() / PYCACHE_FOLDER
+
+
+def keep_probe_bytecode(env: MutableMapping[str, str]) -> None:
+    """In a probe's environment: bytecode under gpudoctor's cache instead of none at all.
+
+    Only where ``PYTHONDONTWRITEBYTECODE`` is set (to anything but the empty string, as Python reads it) and the
+    user has not chosen ``PYTHONPYCACHEPREFIX``; otherwise the environment is left exactly as it is.
+    """
+    if not env.get(NO_BYTECODE_ENV) or env.get(PYCACHE_PREFIX_ENV):
+        return
+    env[PYCACHE_PREFIX_ENV] = str(bytecode_prefix())
+    del env[NO_BYTECODE_ENV]
+
+
+def keep_own_bytecode() -> None:
+    """The same for the doctor's own process, called before it imports its modules (``python -B``, a choice made
+    for this one command, is left alone)."""
+    if not os.environ.get(NO_BYTECODE_ENV) or sys.pycache_prefix is not None or os.environ.get(PYCACHE_PREFIX_ENV):
+        return
+    try:
+        prefix = str(bytecode_prefix())
+    except RuntimeError:  # no home folder to put the cache in: compile as the environment asked
+        return
+    sys.pycache_prefix = prefix
+    sys.dont_write_bytecode = False
