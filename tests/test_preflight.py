@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,7 +37,8 @@ def test_a_shadowing_module_and_libraries_on_ld_library_path_are_found_before_an
     (tmp_path / "torch").mkdir()  # a user's folder named torch, with a version.py like torch's
     (tmp_path / "torch" / "__init__.py").write_text("")
     (tmp_path / "torch" / "version.py").write_text("__version__ = '2.9.1'\ncuda: Optional[str] = '12.8'\n")
-    env = {**os.environ, "LD_LIBRARY_PATH": str(libs)}
+    # (without PYTHONDONTWRITEBYTECODE, under which the bytecode-less folder would also be a notice: tested below)
+    env = {**os.environ, "LD_LIBRARY_PATH": str(libs), "PYTHONDONTWRITEBYTECODE": ""}
     code, document = _doctor_in(tmp_path, env)
     findings = {f["id"]: f for f in document["findings"]}  # type: ignore[union-attr]
     assert set(findings) == {"library-on-ld-library-path", "module-shadows-package"}
@@ -173,3 +175,35 @@ def test_driver_below_the_max_floor_and_gpus_outside_the_arch_lists() -> None:
         "The Tesla P100 (sm_60) is older than what max 26.7.0"
     )
     assert "gpu-older-than-mojo-toolchain-preflight" not in ids(gpus("H100", "9.0"), "2.6.0+cu124", "12.4", "26.7.0")
+
+
+def test_packages_installed_without_bytecode_are_a_notice_only_where_python_may_not_write_it(tmp_path: Path) -> None:
+    """MAX's Python files copied as `pip install --target --no-compile` leaves them (the GPU machine's layout),
+    with PYTHONDONTWRITEBYTECODE set: every process would compile them again. torch here has its bytecode."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("max")  # a namespace package: no __init__.py
+    assert spec is not None and spec.submodule_search_locations
+    source = Path(next(iter(spec.submodule_search_locations)))
+    site = tmp_path / "site"
+    shutil.copytree(source, site / "max", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    for info in source.parent.glob("max-*.dist-info"):
+        shutil.copytree(info, site / info.name)
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "PYTHONPYCACHEPREFIX")}
+    env.update(PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1", GPUDOCTOR_CACHE_DIR=str(tmp_path / "cache"))
+
+    def findings(extra: dict[str, str]) -> dict[str, dict[str, object]]:
+        code, document = _doctor_in(tmp_path, {**env, **extra})
+        assert code == 0  # a notice, not a problem
+        return {f["id"]: f for f in document["findings"]}  # type: ignore[union-attr,index]
+
+    found = findings({})
+    assert set(found) == {"bytecode-never-cached"}
+    assert found["bytecode-never-cached"]["title"].startswith("Every Python process here compiles max from source")
+    evidence = ["PYTHONDONTWRITEBYTECODE=1; no __pycache__ bytecode beside max"]
+    assert found["bytecode-never-cached"]["evidence"] == evidence
+    assert not list(site.rglob("__pycache__"))  # the doctor wrote nothing there either
+    assert findings({"PYTHONPYCACHEPREFIX": str(tmp_path / "mine")}) == {}  # bytecode has a place to go
+    assert findings({"PYTHONDONTWRITEBYTECODE": ""}) == {}  # Python writes it beside the sources on first import
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(site)], check=True, env=env)
+    assert findings({}) == {}  # compiled once, where the image is built: the fix

@@ -112,7 +112,25 @@ def stack_facts():
             torch_cuda = found.group(1) if found else None
         except (IOError, OSError):
             pass
-    return {"modules": modules, "shadowing": shadowing, "site_packages": sites, "torch_cuda": torch_cuda}
+    # Packages whose __init__ has no bytecode beside it: with PYTHONDONTWRITEBYTECODE, or in a folder that cannot
+    # be written, every process that imports them compiles them from source again.
+    tag = getattr(getattr(sys, "implementation", None), "cache_tag", None)
+    no_bytecode = []
+    for name in ("torch", "max"):
+        origin = modules.get(name)
+        if not tag or not origin:
+            continue
+        folder = origin if os.path.isdir(origin) else os.path.dirname(origin)  # max is a namespace package
+        try:
+            sources = [n[:-3] for n in os.listdir(folder) if n.endswith(".py")]
+            cache = os.path.join(folder, "__pycache__")
+            compiled = set(os.listdir(cache)) if os.path.isdir(cache) else set()
+        except OSError:
+            continue
+        if sources and not any("%s.%s.pyc" % (n, tag) in compiled for n in sources):
+            no_bytecode.append(name)
+    return {"modules": modules, "shadowing": shadowing, "site_packages": sites, "torch_cuda": torch_cuda,
+            "no_bytecode": no_bytecode}
 """
 
 # Runs inside the examined interpreter: metadata only, compatible with old Pythons, prints one JSON line.
@@ -162,6 +180,7 @@ def _redacted_stack(facts: Any) -> dict[str, Any]:
         "shadowing": [str(n) for n in facts.get("shadowing") or [] if isinstance(n, str)],
         "site_packages": [redact_text(str(p)) for p in sites],
         "torch_cuda": None if torch_cuda is None else str(torch_cuda),
+        "no_bytecode": [str(n) for n in facts.get("no_bytecode") or [] if isinstance(n, str)],
     }
 
 

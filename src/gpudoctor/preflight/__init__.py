@@ -231,7 +231,19 @@ def toolchain_min_capability(environment: Environment, rule: Rule) -> Found | No
     return None
 
 
+def bytecode_off(environment: Environment, rule: Rule) -> Found | None:
+    """PYTHONDONTWRITEBYTECODE set, no PYTHONPYCACHEPREFIX, and packages installed without their bytecode."""
+    env = environment.env_vars
+    missing = [str(name) for name in environment.stack.get("no_bytecode") or []]
+    if not env.get("PYTHONDONTWRITEBYTECODE") or env.get("PYTHONPYCACHEPREFIX") or not missing:
+        return None
+    names = " and ".join(missing)
+    evidence = [f"PYTHONDONTWRITEBYTECODE={env['PYTHONDONTWRITEBYTECODE']}; no __pycache__ bytecode beside {names}"]
+    return {"names": names}, evidence
+
+
 CHECKS: Mapping[str, Callable[[Environment, Rule], Found | None]] = {
+    "bytecode_off": bytecode_off,
     "driver_vs_library": driver_vs_library,
     "driver_floor": driver_floor,
     "torch_arch_list": torch_arch_list,
