@@ -153,7 +153,9 @@ class Stop:
 @contextlib.contextmanager
 def stop_on_signals() -> Iterator[Stop]:
     """SIGINT and SIGTERM cancel the session (every probe's process group is killed at once) instead of
-    raising somewhere in the middle; the work then returns what had finished. Handlers are restored after."""
+    raising somewhere in the middle; the work then returns what had finished. Handlers are restored after,
+    unless a signal stopped the work: the command is then on its way out with 128 + that signal, and one more
+    Ctrl-C while the interpreter shuts down must not turn that into a death by signal (so they are ignored)."""
     stop = Stop()
 
     def handler(signum: int, _frame: FrameType | None) -> None:
@@ -166,7 +168,7 @@ def stop_on_signals() -> Iterator[Stop]:
         yield stop
     finally:
         for sig, old in previous.items():
-            signal.signal(sig, old)
+            signal.signal(sig, old if stop.signal is None else signal.SIG_IGN)
 
 
 def run_and_report(work: Callable[[CancelScope], Report], options: argparse.Namespace) -> int:
