@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
 CACHE_DIR_ENV = "GPUDOCTOR_CACHE_DIR"
@@ -36,13 +36,16 @@ def bytecode_prefix() -> Path:
     return cache_dir() / PYCACHE_FOLDER
 
 
-def keep_probe_bytecode(env: MutableMapping[str, str]) -> None:
-    """In a probe's environment: bytecode under gpudoctor's cache instead of none at all.
+def bytecode_turned_off(env: Mapping[str, str]) -> bool:
+    """Whether ``env`` keeps Python from caching bytecode anywhere: ``PYTHONDONTWRITEBYTECODE`` set (to anything
+    but the empty string, as Python reads it) and no ``PYTHONPYCACHEPREFIX`` chosen."""
+    return bool(env.get(NO_BYTECODE_ENV)) and not env.get(PYCACHE_PREFIX_ENV)
 
-    Only where ``PYTHONDONTWRITEBYTECODE`` is set (to anything but the empty string, as Python reads it) and the
-    user has not chosen ``PYTHONPYCACHEPREFIX``; otherwise the environment is left exactly as it is.
-    """
-    if not env.get(NO_BYTECODE_ENV) or env.get(PYCACHE_PREFIX_ENV):
+
+def keep_probe_bytecode(env: MutableMapping[str, str]) -> None:
+    """In a probe's environment: bytecode under gpudoctor's cache instead of none at all, only where the
+    environment turned it off (``bytecode_turned_off``); otherwise the environment is left exactly as it is."""
+    if not bytecode_turned_off(env):
         return
     env[PYCACHE_PREFIX_ENV] = str(bytecode_prefix())
     del env[NO_BYTECODE_ENV]
@@ -51,7 +54,7 @@ def keep_probe_bytecode(env: MutableMapping[str, str]) -> None:
 def keep_own_bytecode() -> None:
     """The same for the doctor's own process, called before it imports its modules (``python -B``, a choice made
     for this one command, is left alone)."""
-    if not os.environ.get(NO_BYTECODE_ENV) or sys.pycache_prefix is not None or os.environ.get(PYCACHE_PREFIX_ENV):
+    if not bytecode_turned_off(os.environ) or sys.pycache_prefix is not None:
         return
     try:
         prefix = str(bytecode_prefix())

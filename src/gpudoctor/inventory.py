@@ -112,8 +112,8 @@ def stack_facts():
             torch_cuda = found.group(1) if found else None
         except (IOError, OSError):
             pass
-    # Packages whose __init__ has no bytecode beside it: with PYTHONDONTWRITEBYTECODE, or in a folder that cannot
-    # be written, every process that imports them compiles them from source again.
+    # Packages none of whose top-level modules has bytecode beside it: with PYTHONDONTWRITEBYTECODE, or in a folder
+    # that cannot be written, every process that imports them compiles them from source again.
     tag = getattr(getattr(sys, "implementation", None), "cache_tag", None)
     no_bytecode = []
     for name in ("torch", "max"):

@@ -17,6 +17,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from gpudoctor.bytecode import NO_BYTECODE_ENV, bytecode_turned_off
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Environment, Finding
 from gpudoctor.tomlcheck import checked_table, read_toml, string_list
@@ -235,10 +236,10 @@ def bytecode_off(environment: Environment, rule: Rule) -> Found | None:
     """PYTHONDONTWRITEBYTECODE set, no PYTHONPYCACHEPREFIX, and packages installed without their bytecode."""
     env = environment.env_vars
     missing = [str(name) for name in environment.stack.get("no_bytecode") or []]
-    if not env.get("PYTHONDONTWRITEBYTECODE") or env.get("PYTHONPYCACHEPREFIX") or not missing:
+    if not bytecode_turned_off(env) or not missing:
         return None
     names = " and ".join(missing)
-    evidence = [f"PYTHONDONTWRITEBYTECODE={env['PYTHONDONTWRITEBYTECODE']}; no __pycache__ bytecode beside {names}"]
+    evidence = [f"{NO_BYTECODE_ENV}={env[NO_BYTECODE_ENV]}; no __pycache__ bytecode beside {names}"]
     return {"names": names}, evidence
 
 
