@@ -3,8 +3,9 @@
 Run by hand: python probes/custom_op.py --device cuda (both; the doctor runs the two halves as separate runs,
 side by side: `custom-op` with --no-compile, `custom-op-compiled` with --compiled-only)
 The control kernel is correct for CPU and GPU; if it crashes, the stack is at fault, not a kernel.
-This probe hands CustomOpLibrary the source folder, as users do; the other control probes reuse a
-cached compiled copy (see _maxsupport.compiled_package).
+Like the other control probes, it loads a cached compiled copy of the control package (see
+_maxsupport.compiled_package); CustomOpLibrary handed the source folder, as users do, is custom-op-source,
+once for all devices (the build does not depend on the device).
 """
 
 from _harness import run_probe
@@ -16,9 +17,7 @@ def main(ctx):
 
     device = torch_device(ctx)
     bridge = import_bridge(ctx)
-    # From source, as users' code does (the control for CustomOpLibrary's own compile); the compiled half
-    # reuses the cached compiled copy, since its own subject is torch.compile.
-    library, _ = load_control_library(ctx, bridge, from_source=not ctx.options.compiled_only)
+    library, _ = load_control_library(ctx, bridge)
     x = torch.arange(12, dtype=torch.float32, device=device).reshape(3, 4)
     if not ctx.options.compiled_only:
         out = torch.empty_like(x)

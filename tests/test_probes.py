@@ -64,8 +64,12 @@ def test_max_import_recognises_missing_float8_e8m0fnu(tmp_path: Path) -> None:
     assert "has no torch.float8_e8m0fnu" in result["message"]
 
 
-@pytest.mark.parametrize("script", ["custom_op.py", "custom_op_via_graph.py"])
-def test_kernels_no_generation_compiles_is_unsupported_not_a_crash(script: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("script", "device"), [("custom_op_source.py", ()), ("custom_op_via_graph.py", ("--device", "cpu"))]
+)
+def test_kernels_no_generation_compiles_is_unsupported_not_a_crash(
+    script: str, device: tuple[str, ...], tmp_path: Path
+) -> None:
     """Both ways of compiling the control (MAX from the source folder; the cached compiled package)."""
     kernels = tmp_path / "kernels"
     for generation in ("mojo1", "legacy"):
@@ -75,7 +79,8 @@ def test_kernels_no_generation_compiles_is_unsupported_not_a_crash(script: str, 
         (package / "add_one.mojo").write_text("this is not mojo(\n")
     result = _run_script(
         str(PROBES / script),
-        *("--device", "cpu", "--kernels", str(kernels)),
+        *device,
+        *("--kernels", str(kernels)),
         tmp_path=tmp_path,
         env={"GPUDOCTOR_CACHE_DIR": str(tmp_path / "cache")},
     )
