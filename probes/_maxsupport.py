@@ -131,6 +131,8 @@ def is_compile_error(error):
 
 
 CACHE_DIR_ENV = "GPUDOCTOR_CACHE_DIR"
+FAILED_BUILD = "compile-errors.txt"  # in a cache entry: the compiler rejected that content
+BUILD_LOCK_WAIT_S = 300.0  # longer than any control build measured (35 s, cold, on the H100 beside 15 others)
 
 
 class PackageCompileError(Exception):
@@ -188,13 +190,8 @@ def compiled_package(ctx, source_dir):
     the cache cannot be written (the caller then hands MAX the source folder). Raises
     PackageCompileError with the compiler's output.
     """
-    import shutil
-    import subprocess
-    import tempfile
-    import time
-
     try:
-        from mojo.run import subprocess_run_mojo
+        from mojo.run import subprocess_run_mojo  # noqa: F401  (this MAX can run its bundled compiler)
     except ImportError:
         return None
     subcommand, suffix = _package_format()
@@ -206,32 +203,100 @@ def compiled_package(ctx, source_dir):
         return target
     try:
         os.makedirs(entry, exist_ok=True)
-        # The compiler names the module after the output file, so the staging file has the final name.
-        staging = tempfile.mkdtemp(prefix=".staging-", dir=entry)
+        lock = _build_lock(entry)
     except OSError as error:
         # An unwritable cache is no finding about the stack: MAX compiles the source folder instead.
         ctx.detail("control_package", "not cached (%s: %s); compiled from source" % (CACHE_DIR_ENV, error.strerror))
         return None
     try:
+        if os.path.isfile(target):  # another run built it while this one waited for the lock
+            ctx.detail("control_package", "reused from the cache (built by a run beside this one)")
+            return target
+        rejected = _rejected_before(entry, source_dir)
+        if rejected is not None:
+            # The compiler rejected this content with this compiler (a generation written for another MAX):
+            # the same answer, without compiling it again in every run.
+            raise PackageCompileError(rejected)
+        return _build_package(ctx, subcommand, source_dir, entry, package + suffix)
+    finally:
+        os.close(lock)  # closing the descriptor releases the lock (so does the process's death)
+
+
+def _build_lock(entry, wait_s=BUILD_LOCK_WAIT_S):
+    """An open descriptor holding an exclusive lock on the cache entry's lock file, so that runs started
+    together on a cold cache build the package once and the others wait for it (up to ``wait_s``; then each
+    builds on its own, as before: a stuck build must not hang its neighbours)."""
+    import fcntl
+    import time
+
+    descriptor = os.open(os.path.join(entry, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return descriptor
+        except OSError:
+            if time.monotonic() >= deadline:
+                return descriptor  # not locked: building beside the other is safe (private staging, rename)
+            time.sleep(0.05)
+
+
+def _build_package(ctx, subcommand, source_dir, entry, name):
+    """Compile ``source_dir`` into the cache entry as ``name``: a private staging file renamed into place."""
+    import shutil
+    import subprocess
+    import tempfile
+    import time
+
+    from mojo.run import subprocess_run_mojo
+
+    target = os.path.join(entry, name)
+    # The compiler names the module after the output file, so the staging file has the final name.
+    staging = tempfile.mkdtemp(prefix=".staging-", dir=entry)
+    try:
         started = time.monotonic()
         completed = subprocess_run_mojo(
-            [subcommand, str(source_dir), "-o", os.path.join(staging, package + suffix)],
+            [subcommand, str(source_dir), "-o", os.path.join(staging, name)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         )
         output = completed.stdout.decode("utf-8", "replace")
         if completed.returncode != 0:
             if compile_diagnostics(output):
+                _write_atomically(os.path.join(entry, FAILED_BUILD), _source_line(source_dir) + output, staging)
                 raise PackageCompileError(output)
             raise CheckFailed(
                 "mojo %s of %s exited with %s: %s"
-                % (subcommand, package, completed.returncode, first_compiler_error(output))
+                % (subcommand, os.path.basename(os.path.normpath(source_dir)), completed.returncode,
+                   first_compiler_error(output))
             )
-        os.replace(os.path.join(staging, package + suffix), target)
+        os.replace(os.path.join(staging, name), target)
         ctx.detail("control_package", "built in %.1f s" % (time.monotonic() - started))
         return target
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _source_line(source_dir):
+    return "source: %s\n" % os.path.abspath(source_dir)
+
+
+def _rejected_before(entry, source_dir):
+    """The compiler's output from an earlier build of this very folder that failed, or None. (The entry is keyed
+    by content; the messages name the folder's path, so they are reused for the same folder only.)"""
+    try:
+        with open(os.path.join(entry, FAILED_BUILD), encoding="utf-8", errors="replace") as handle:
+            first, _, output = handle.read().partition("\n")
+    except OSError:
+        return None
+    return output if first + "\n" == _source_line(source_dir) else None
+
+
+def _write_atomically(path, text, staging):
+    partial = os.path.join(staging, os.path.basename(path))
+    with open(partial, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(partial, path)
 
 
 def _first_generation_that_compiles(ctx, package, how, build):

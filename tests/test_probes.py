@@ -123,9 +123,12 @@ def test_compiled_control_package_is_built_once_per_content_and_shared(tmp_path:
     cache = tmp_path / "cache"
     source = tmp_path / "control"
     shutil.copytree(ROOT / "kernels" / "mojo1" / "control", source)
-    # Two probes that start together may both build; neither sees the other's half-written file.
+    # Two probes that start together: one builds, the other waits for it (a lock on the cache entry) and
+    # loads what it built; neither sees a half-written file.
     first = _build_control(source, cache, count=2)
-    assert all(entry["how"].startswith("built in ") for entry in first)
+    hows = sorted(entry["how"] for entry in first)
+    assert hows[0].startswith("built in "), hows
+    assert hows[1].startswith("reused from the cache"), hows
     assert first[0]["path"] == first[1]["path"] and first[0]["path"].endswith("/control.mojoc")
     again = _build_control(source, cache)
     assert again == [{"path": first[0]["path"], "how": "reused from the cache"}]
@@ -133,7 +136,49 @@ def test_compiled_control_package_is_built_once_per_content_and_shared(tmp_path:
     (source / "add_one.mojo").write_text((source / "add_one.mojo").read_text() + "\n# edited\n")
     edited = _build_control(source, cache)
     assert edited[0]["how"].startswith("built in ") and edited[0]["path"] != first[0]["path"]
-    assert sorted(p.name for p in cache.rglob("*") if p.is_file()) == ["control.mojoc", "control.mojoc"]
+    files = sorted(p.name for p in cache.rglob("*") if p.is_file())
+    assert files == [".lock", ".lock", "control.mojoc", "control.mojoc"]
+    assert not list(cache.rglob(".staging-*"))
+
+
+def test_a_control_package_the_compiler_rejects_is_compiled_once(tmp_path: Path) -> None:
+    """Runs started together on a MAX the generation was not written for: the compiler's answer is kept with
+    the cache entry, and the next run gets the same answer without compiling again; another folder with the
+    same content is compiled anew (the messages name the folder)."""
+    cache = tmp_path / "cache"
+    source = tmp_path / "control"
+    source.mkdir()
+    (source / "__init__.mojo").write_text("")
+    (source / "add_one.mojo").write_text("this is not mojo(\n")
+    env = dict(os.environ, PYTHONPATH=str(PROBES), GPUDOCTOR_CACHE_DIR=str(cache))
+    code = _BUILD_CONTROL.replace(
+        "path = _maxsupport.compiled_package(ctx, sys.argv[1])",
+        "try:\n    _maxsupport.compiled_package(ctx, sys.argv[1])\n"
+        "except _maxsupport.PackageCompileError as error:\n"
+        "    print(json.dumps({'error': _maxsupport.first_compiler_error(error)}))\n"
+        "    sys.exit(0)\n"
+        "path = None",
+    )
+
+    def attempt(folder: Path, count: int = 1) -> list[dict[str, Any]]:
+        processes = [
+            subprocess.Popen([sys.executable, "-c", code, str(folder)], env=env, stdout=subprocess.PIPE)
+            for _ in range(count)
+        ]
+        return [json.loads(process.communicate(timeout=300)[0]) for process in processes]
+
+    together = attempt(source, count=2)
+    assert [entry["error"] for entry in together] == [together[0]["error"]] * 2
+    assert together[0]["error"] == f"{source}/add_one.mojo:2:1: error: unexpected token in expression"
+    kept = list(cache.rglob("compile-errors.txt"))
+    assert len(kept) == 1 and not list(cache.rglob("*.mojoc")) and not list(cache.rglob(".staging-*"))
+    # The next run answers from what was kept (shown by editing it), without running the compiler.
+    kept[0].write_text(kept[0].read_text().replace("unexpected token", "kept answer"))
+    assert attempt(source)[0]["error"] == f"{source}/add_one.mojo:2:1: error: kept answer in expression"
+    # The same content in another folder: compiled anew, its own messages.
+    elsewhere = tmp_path / "moved" / "control"
+    shutil.copytree(source, elsewhere)
+    assert attempt(elsewhere)[0]["error"] == f"{elsewhere}/add_one.mojo:2:1: error: unexpected token in expression"
 
 
 @pytest.mark.parametrize("fixture", ["h100-suite-report.json", "h100-suite-report-cached.json"])
