@@ -66,8 +66,8 @@ class Run:
         return sum(r.get("cpu_s") or 0.0 for r in self.results.values())
 
 
-def run_suite(jobs: int, caches: Path) -> Run:
-    env = dict(os.environ)
+def run_suite(jobs: int, caches: Path, extra_env: dict[str, str] | None = None) -> Run:
+    env = {**os.environ, **(extra_env or {})}
     env["MODULAR_CACHE_DIR"] = str(caches / "modular")
     env["MODULAR_DERIVED_PATH"] = str(caches / "modular-derived")
     env["TORCHINDUCTOR_CACHE_DIR"] = str(caches / "inductor")

@@ -43,8 +43,8 @@ title = "crashes while the others run"
 """
 
 
-def _invocation(script: str, probe_id: str, device: Device = Device.NONE) -> ProbeInvocation:
-    spec = ProbeSpec(id=probe_id, script=script, title=probe_id, devices=(device,), details=("answer",))
+def _invocation(script: str, probe_id: str, device: Device = Device.NONE, stage: int = 1) -> ProbeInvocation:
+    spec = ProbeSpec(id=probe_id, script=script, title=probe_id, stage=stage, devices=(device,), details=("answer",))
     return ProbeInvocation(spec, device, sys.executable, SYNTHETIC, 60)
 
 
@@ -110,10 +110,7 @@ def test_a_reserved_folder_is_never_shared_between_two_runs_at_once(tmp_path: Pa
         assert again == first
 
 
-def test_runs_expected_to_take_longest_start_first() -> None:
-    plan = [
-        PlannedRun(_invocation("passes.py", name, Device.CPU), (), None) for name in ("short", "long", "unknown")
-    ]
+def _start_sequence(plan: list[PlannedRun], jobs: int, expected: dict[str, float] | None) -> list[str]:
     started: list[str] = []
     lock = threading.Lock()
 
@@ -121,9 +118,25 @@ def test_runs_expected_to_take_longest_start_first() -> None:
         with lock:
             started.append(run.run_id)
 
-    results = run_plan(plan, jobs=1, on_start=heard, expected={"short/cpu": 1.0, "long/cpu": 9.0})
-    assert started == ["long/cpu", "short/cpu", "unknown/cpu"]
-    assert [r.id for r in results] == ["short/cpu", "long/cpu", "unknown/cpu"]  # results stay in plan order
+    results = run_plan(plan, jobs=jobs, on_start=heard, expected=expected)
+    assert [r.id for r in results] == [run.run_id for run in plan]  # results stay in plan order
+    assert all(r.outcome is Outcome.PASS for r in results)
+    return started
+
+
+def test_runs_expected_to_take_longest_start_first() -> None:
+    """More runs than jobs: runs with no learned duration first (later stages first among them), then the
+    longest expected; with one job, the plan's own order (prerequisites first)."""
+    plan = [
+        PlannedRun(_invocation("passes.py", name, Device.CPU, stage=stage), (), None)
+        for name, stage in (("short", 3), ("long", 3), ("new-early", 1), ("new-late", 4))
+    ]
+    expected = {"short/cpu": 1.0, "long/cpu": 9.0}
+    # With two jobs, the first two start together and the others as slots free: on_start is called in order.
+    assert _start_sequence(plan, 2, expected) == ["new-late/cpu", "new-early/cpu", "long/cpu", "short/cpu"]
+    first_run = _start_sequence(plan, 2, None)  # nothing learned yet (a first run): later stages first
+    assert first_run == ["new-late/cpu", "short/cpu", "long/cpu", "new-early/cpu"]
+    assert _start_sequence(plan, 1, expected) == [run.run_id for run in plan]
 
 
 @pytest.fixture(autouse=True)

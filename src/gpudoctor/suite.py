@@ -131,6 +131,15 @@ ResultCallback = Callable[[ProbeResult], None]
 StartCallback = Callable[[PlannedRun], None]
 
 
+def start_order(run: PlannedRun, expected: Mapping[str, float]) -> tuple[int, float]:
+    """Sort key of a run's start: runs with no learned duration first (a new probe, a first run on this machine,
+    a run that did not end last time: each may be long), later stages first among them (they build on more:
+    MAX's compiles come in stages 3 and 4); then the others, longest expected (``expected``: seconds per run
+    id, from earlier runs) first."""
+    learned = expected.get(run.run_id)
+    return (0, -float(run.invocation.spec.stage)) if learned is None else (1, -learned)
+
+
 def run_plan(
     plan: Sequence[PlannedRun],
     *,
@@ -153,8 +162,9 @@ def run_plan(
     builds on them sees their outcome. Cancelling ``cancel`` kills every running probe at once; runs not yet
     ended come back INTERRUPTED, and results that had ended are kept.
 
-    ``expected`` (seconds per run id, from earlier runs) starts the longest runs first when there are more
-    runs than ``jobs``: the suite is as fast as its slowest chain, so the slow ones must not start last.
+    With more than one job, runs start in the order of ``start_order``: the suite is as fast as its slowest
+    chain, so the slow ones must not start last. One job at a time keeps the plan order (prerequisites
+    first): the total is the same in any order, and a prerequisite that fails first spares its dependents.
     """
     if jobs < 1:
         raise GpuDoctorError(f"--jobs must be at least 1, not {jobs}")
@@ -163,8 +173,8 @@ def run_plan(
     held: dict[str, ProbeResult] = {}  # ended, but a prerequisite is still running
     known = dict(given or {})
     waiting = [p for p in plan if p.run_id not in known]
-    if expected:
-        waiting.sort(key=lambda run: -expected.get(run.run_id, 0.0))  # stable: plan order among the unknown
+    if jobs > 1:
+        waiting.sort(key=lambda run: start_order(run, expected or {}))  # stable: plan order among equals
     by_id = {p.run_id: p for p in plan}
     scopes: dict[str, CancelScope] = {}
     stopped: set[str] = set()  # runs killed because a prerequisite failed while they ran ahead of it
