@@ -2,11 +2,12 @@
 machine's drift (these machines differ by 20-50 % from one to the next, and within minutes) hits both alike.
 Prints every round and the medians; asserts nothing.
 
-Usage: python benchmarks/bench_ab.py --a OLD/src --b src [--rounds 4] [--jobs N]
+Usage: python benchmarks/bench_ab.py --a OLD/src --b src [--rounds 4] [--jobs N] [--cold]
 
 Each side gets caches of its own (as bench_suite.py: MAX's, Inductor's and gpudoctor's), warmed by one full run
-that is not counted. Then each round runs A and B once, in turn (which goes first alternates). Per side: wall
-times, the median, the slowest run of each round and the probe CPU time.
+that is not counted (with --cold, none: every run gets empty caches of its own). Then each round runs A and B once,
+in turn (which goes first alternates). Per side: wall times, the median, the run that ended last in each round
+(when it started: a late start is queueing for a slot) and the probe CPU time.
 """
 
 from __future__ import annotations
@@ -42,11 +43,13 @@ def main() -> None:
     parser.add_argument("--b", type=Path, required=True, help="src/ of the second checkout")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--cold", action="store_true", help="every run with empty caches of its own (no warm-up)")
     options = parser.parse_args()
     sides = {"A": options.a.resolve(), "B": options.b.resolve()}
     scratch = Path(tempfile.mkdtemp(prefix="gpudoctor-ab-"))
+    kind = "cold" if options.cold else "warm"
     try:
-        for name, src in sides.items():
+        for name, src in ({} if options.cold else sides).items():
             warmup = run_suite(options.jobs, scratch / name, side_env(src))
             print(
                 f"{name} = {src}: warm-up (cold caches) {warmup.wall:.1f} s, {len(warmup.results)} runs, "
@@ -58,14 +61,15 @@ def main() -> None:
             order = list(sides) if index % 2 == 0 else list(reversed(sides))
             cells = []
             for name in order:
-                run = run_suite(options.jobs, scratch / name, side_env(sides[name]))
+                caches = scratch / (f"{name}-{index}" if options.cold else name)
+                run = run_suite(options.jobs, caches, side_env(sides[name]))
                 walls[name].append(run.wall)
                 cpu[name].append(run.cpu_s)
                 cells.append(f"{name} {run.wall:5.1f} s (last to end {slowest(run)}, probe CPU {run.cpu_s:.0f} s)")
             print(f"round {index + 1}: " + "; ".join(cells))
         for name in sides:
             print(
-                f"{name}: warm --jobs {options.jobs} median {statistics.median(walls[name]):.1f} s "
+                f"{name}: {kind} --jobs {options.jobs} median {statistics.median(walls[name]):.1f} s "
                 f"({', '.join(f'{w:.1f}' for w in walls[name])}); probe CPU median {statistics.median(cpu[name]):.0f} s"
             )
         ratio = statistics.median(walls["B"]) / statistics.median(walls["A"])
