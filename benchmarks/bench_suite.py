@@ -188,6 +188,7 @@ def main() -> None:
         slowest: list[tuple[float, str]] = []
         rss: list[int] = [r.rss_kib for r in cold_runs]
         last: dict[int, Run] = {}
+        last_serial: Run | None = None
         cpu: list[float] = []
 
         def note_slowest(run: Run) -> None:
@@ -202,6 +203,7 @@ def main() -> None:
                 serial_walls.append(run.wall)
                 rss.append(run.rss_kib)
                 note_slowest(run)
+                last_serial = run
             if index < options.runs:
                 for jobs in parallel_jobs:
                     run = run_suite(jobs, warm_caches)
@@ -218,6 +220,10 @@ def main() -> None:
         print("\n".join(critical_path(last[parallel_jobs[0]])))
         print(f"every run of the last warm --jobs {parallel_jobs[0]} run (wall, CPU, peak memory, steps):")
         print("\n".join(run_table(last[parallel_jobs[0]])))
+        if last_serial is not None:
+            # Each run alone: what a probe costs without the others beside it (the floor of the critical path).
+            print("every run of the last warm --jobs 1 run, each alone (wall, CPU, peak memory, steps):")
+            print("\n".join(run_table(last_serial)))
         alone = statistics.median(s for s, _ in slowest)
         names = sorted({name for _, name in slowest})
         how = "run alone (serial runs)" if serial_walls else "in the parallel runs (no serial run)"
