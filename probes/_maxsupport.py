@@ -191,7 +191,7 @@ def compiled_package(ctx, source_dir):
     PackageCompileError with the compiler's output.
     """
     try:
-        from mojo.run import subprocess_run_mojo  # noqa: F401  (this MAX can run its bundled compiler)
+        from mojo.run import subprocess_run_mojo
     except ImportError:
         return None
     subcommand, suffix = _package_format()
@@ -217,7 +217,7 @@ def compiled_package(ctx, source_dir):
             # The compiler rejected this content with this compiler (a generation written for another MAX):
             # the same answer, without compiling it again in every run.
             raise PackageCompileError(rejected)
-        return _build_package(ctx, subcommand, source_dir, entry, package + suffix)
+        return _build_package(ctx, subprocess_run_mojo, subcommand, source_dir, target)
     finally:
         os.close(lock)  # closing the descriptor releases the lock (so does the process's death)
 
@@ -241,21 +241,20 @@ def _build_lock(entry, wait_s=BUILD_LOCK_WAIT_S):
             time.sleep(0.05)
 
 
-def _build_package(ctx, subcommand, source_dir, entry, name):
-    """Compile ``source_dir`` into the cache entry as ``name``: a private staging file renamed into place."""
+def _build_package(ctx, run_mojo, subcommand, source_dir, target):
+    """``mojo SUBCOMMAND SOURCE_DIR`` into ``target`` in its cache entry: a private staging file renamed into
+    place; where the compiler rejects the source, its answer is kept beside it (see _rejected_before)."""
     import shutil
     import subprocess
     import tempfile
     import time
 
-    from mojo.run import subprocess_run_mojo
-
-    target = os.path.join(entry, name)
+    entry, name = os.path.split(target)
     # The compiler names the module after the output file, so the staging file has the final name.
     staging = tempfile.mkdtemp(prefix=".staging-", dir=entry)
     try:
         started = time.monotonic()
-        completed = subprocess_run_mojo(
+        completed = run_mojo(
             [subcommand, str(source_dir), "-o", os.path.join(staging, name)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -263,12 +262,14 @@ def _build_package(ctx, subcommand, source_dir, entry, name):
         output = completed.stdout.decode("utf-8", "replace")
         if completed.returncode != 0:
             if compile_diagnostics(output):
-                _write_atomically(os.path.join(entry, FAILED_BUILD), _source_line(source_dir) + output, staging)
+                kept = os.path.join(staging, FAILED_BUILD)
+                with open(kept, "w", encoding="utf-8") as handle:
+                    handle.write(_source_line(source_dir) + output)
+                os.replace(kept, os.path.join(entry, FAILED_BUILD))
                 raise PackageCompileError(output)
             raise CheckFailed(
                 "mojo %s of %s exited with %s: %s"
-                % (subcommand, os.path.basename(os.path.normpath(source_dir)), completed.returncode,
-                   first_compiler_error(output))
+                % (subcommand, os.path.splitext(name)[0], completed.returncode, first_compiler_error(output))
             )
         os.replace(os.path.join(staging, name), target)
         ctx.detail("control_package", "built in %.1f s" % (time.monotonic() - started))
@@ -290,13 +291,6 @@ def _rejected_before(entry, source_dir):
     except OSError:
         return None
     return output if first + "\n" == _source_line(source_dir) else None
-
-
-def _write_atomically(path, text, staging):
-    partial = os.path.join(staging, os.path.basename(path))
-    with open(partial, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(partial, path)
 
 
 def _first_generation_that_compiles(ctx, package, how, build):
