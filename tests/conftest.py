@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from gpudoctor.model import Report
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -71,6 +74,26 @@ def processes_with_marker(marker: str) -> list[int]:
         if needle in environ and state != "Z":
             found.append(int(entry.name))
     return found
+
+
+REASON_PATTERN = re.compile(
+    r"(?:prerequisite|because) (\S+?),? (failed|crashed|timed out|was skipped|was interrupted|passed)(?=\W|$)"
+)
+
+
+def contradicting_reasons(report: Report) -> list[str]:
+    """Every place where a run's skip reason or summary names another run's outcome other than the one the report
+    shows for that run: such a reason tells the user something the report contradicts."""
+    from gpudoctor.suite import OUTCOME_VERBS
+
+    shown = {r.id: OUTCOME_VERBS[r.outcome] for r in report.results}
+    wrong = []
+    for result in report.results:
+        for text in (result.skip_reason or "", result.summary):
+            for named, said in REASON_PATTERN.findall(text):
+                if named not in shown or shown[named] != said:
+                    wrong.append(f"{result.id}: {text!r} ({named} {shown.get(named, 'is not in the report')})")
+    return wrong
 
 
 def synthetic_copy(tmp_path: Path, catalog: str) -> Path:

@@ -212,6 +212,32 @@ def test_host_indexing_kernel_passes_on_the_cpu_yet_gets_the_static_hint() -> No
     assert report["kernel"]["calls"][0]["outputs"] == [{"shape": [1, 1], "dtype": "float32"}]
 
 
+def test_the_op_called_is_judged_and_the_scan_of_another_op_is_a_notice_naming_it() -> None:
+    """A package with a clean op beside one that indexes tensors from host code: `--op add_one` passes against the
+    user's reference and exits 0; what the scan saw in copy_first is told as a notice that names copy_first."""
+    package = str(KERNELS / "mixed_ops")
+    code, report = _kernel_json(package, "--op", "add_one", "--shape", "4x4", "--reference", "x0 + 1")
+    assert _result(report, "kernel/cpu")["outcome"] == "pass"
+    assert _result(report, "kernel/cpu")["details"]["results_checked"] == "reference"
+    assert code == 0, [(f["id"], f["severity"]) for f in report["findings"]]
+    assert "host-code-indexes-device-tensor" not in {f["id"] for f in report["findings"]}
+    notice = _finding(report, "host-code-indexes-device-tensor-in-an-op-not-called")
+    assert notice["severity"] == "notice"
+    assert notice["evidence"] == [
+        "static scan: copy_first.mojo:18: `output[0, 0] = input[0, 0]` (op copy_first, outside foreach; "
+        "copy_first was not called in this run)"
+    ]
+    text = run_cli("kernel", package, "--op", "add_one", "--shape", "4x4", "--reference", "x0 + 1")
+    assert text.returncode == 0 and "copy_first was not called in this run" in text.stdout
+
+    code, report = _kernel_json(package, "--op", "copy_first", "--shape", "1x1")
+    assert code == 1  # the op called is the one the scan flags: a problem, as for the host_indexing package
+    assert _finding(report, "host-code-indexes-device-tensor")["evidence"] == [
+        "static scan: copy_first.mojo:18: `output[0, 0] = input[0, 0]` (op copy_first, outside foreach)"
+    ]
+    assert "host-code-indexes-device-tensor-in-an-op-not-called" not in {f["id"] for f in report["findings"]}
+
+
 def test_without_calls_the_package_is_compiled_and_its_ops_listed() -> None:
     completed = run_cli("kernel", str(CONTROL))
     assert completed.returncode == 0, completed.stdout + completed.stderr[-2000:]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import SYNTHETIC
+from conftest import SYNTHETIC, contradicting_reasons
 
 from gpudoctor.doctor import DoctorOptions, diagnose, rerun
 from gpudoctor.model import Device, Outcome
@@ -22,7 +22,7 @@ def test_a_rerun_runs_what_builds_on_it_and_keeps_the_rest() -> None:
     assert sorted(started) == ["after-segfault", "segfaults"]  # what builds on it runs again (speculatively)
     skipped = again.result("after-segfault")
     assert skipped is not None and skipped.skip_reason is not None
-    assert skipped.skip_reason.startswith("prerequisite segfaults did not pass (crash)")
+    assert skipped.skip_reason.startswith("prerequisite segfaults crashed")
     assert again.result("raises") == first.result("raises")  # kept as it was
     assert again.result("segfaults").outcome is Outcome.CRASH  # type: ignore[union-attr]
     assert again.result("segfaults").duration_s != first.result("segfaults").duration_s  # type: ignore[union-attr]
@@ -53,17 +53,53 @@ def test_rerunning_an_unknown_run_is_a_usage_error() -> None:
 
 
 def test_a_verified_patch_carries_the_run_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """torch without float8_e8m0fnu: max-import fails, the patch is verified, and what was skipped because of it
-    runs on with the patch — the run shows that custom ops work once the fix is in."""
+    """torch without float8_e8m0fnu: max-import fails, the patch is verified, and everything that failure kept from
+    running, directly or through runs it skipped, runs on with the patch — the run shows that custom ops work
+    eagerly, under torch.compile, through graph_op and with defaulted parameters once the fix is in."""
     (tmp_path / "sitecustomize.py").write_text("import torch\ndel torch.float8_e8m0fnu\n")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    report = diagnose(DoctorOptions(only=("custom-op",), devices=(Device.CPU,), jobs=2))
+    options = DoctorOptions(
+        only=("custom-op-compiled", "custom-op-via-graph", "custom-op-params", "custom-op-source"),
+        devices=(Device.CPU,),
+        jobs=2,
+    )
+    report = diagnose(options)
     results = {r.id: r for r in report.results}
     assert results["max-import"].outcome is Outcome.FAIL  # the stack as it is
-    carried = results["custom-op/cpu"]
-    assert carried.outcome is Outcome.PASS, carried.summary
-    assert carried.summary.startswith("with patch float8-e8m0fnu-alias: ")
-    assert carried.details["patches_applied"] == ["float8.py"]
+    unblocked = ["custom-op-source", "custom-op/cpu"]
+    unblocked += ["custom-op-compiled/cpu", "custom-op-via-graph/cpu", "custom-op-params/cpu"]  # two levels down
+    assert sorted(results) == sorted(["torch-env/cpu", "max-import", "dlpack/cpu", *unblocked])
+    for run_id in unblocked:
+        carried = results[run_id]
+        assert carried.outcome is Outcome.PASS, (run_id, carried.summary)
+        assert carried.summary.startswith("with patch float8-e8m0fnu-alias: ")
+        assert carried.details["patches_applied"] == ["float8.py"]
     (finding,) = [f for f in report.findings if f.id == "torch-lacks-float8-e8m0fnu"]
     assert finding.patch_verified is True
     assert report.exit_code == 1
+    assert contradicting_reasons(report) == []
+
+
+def test_runs_left_skipped_after_a_patch_name_the_outcomes_the_report_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same torch, and a DLPack probe that fails: graph_op and the custom-op runs need DLPack, so they stay
+    skipped after the float8 patch — and their reasons now name the outcome the report shows (DLPack failed), not
+    an outcome of the first pass that the patched run replaced."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import torch\ndel torch.float8_e8m0fnu\n"
+        "import os, sys\n"
+        "if os.path.basename(sys.argv[0]) == 'dlpack.py':\n"
+        "    raise SystemExit('DLPack is broken on purpose')\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    report = diagnose(DoctorOptions(only=("custom-op-params", "custom-op-source"), devices=(Device.CPU,), jobs=2))
+    results = {r.id: r for r in report.results}
+    assert results["max-import"].outcome is Outcome.FAIL and results["dlpack/cpu"].outcome is Outcome.FAIL
+    assert results["custom-op-source"].outcome is Outcome.PASS  # needs only max-import: the patch lets it run
+    assert results["custom-op/cpu"].outcome is Outcome.SKIPPED
+    assert results["custom-op/cpu"].skip_reason == "prerequisite dlpack/cpu failed"
+    assert results["custom-op-params/cpu"].skip_reason == (
+        "prerequisite custom-op/cpu was skipped, because dlpack/cpu failed"
+    )
+    assert contradicting_reasons(report) == []

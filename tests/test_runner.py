@@ -191,7 +191,7 @@ def test_whole_synthetic_suite_runs_to_the_end(synthetic_dir: Path, jobs: int, s
     after = next(r for r in results if r.id == "after-segfault")
     assert after.outcome is Outcome.SKIPPED
     assert after.skip_reason is not None
-    assert after.skip_reason.startswith("prerequisite segfaults did not pass (crash)")
+    assert after.skip_reason.startswith("prerequisite segfaults crashed")
     cuda = next(r for r in results if r.id == "passes/cuda")
     assert cuda.skip_reason is not None and cuda.skip_reason.startswith("no CUDA device")
 
@@ -216,4 +216,28 @@ def test_speculative_runs_start_early_and_are_stopped_when_a_prerequisite_fails(
     )
     assert sorted(events[:2]) == ["start segfaults", "start waits"]  # the dependent did not wait
     assert [r.outcome for r in results] == [Outcome.CRASH, Outcome.SKIPPED]
-    assert results[1].skip_reason == "prerequisite segfaults did not pass (crash); stopped while it ran ahead"
+    assert results[1].skip_reason == "prerequisite segfaults crashed; this run had started ahead of it and was stopped"
+
+
+def test_skip_reasons_name_each_outcome_as_the_report_shows_it(tmp_path: Path) -> None:
+    """A dependent that ended before its prerequisite timed out, and one that builds on that dependent: each reason
+    names the outcome the report shows for the run it names, down to the run at the root of the chain."""
+    probes = synthetic_copy(
+        tmp_path,
+        '[[probe]]\nid = "hangs"\nscript = "hangs.py"\ntitle = "hangs"\nstage = 1\ntimeout_s = 4\n\n'
+        '[[probe]]\nid = "passes"\nscript = "passes.py"\ntitle = "passes"\nstage = 2\ndevices = ["cpu"]\n'
+        'details = ["answer"]\nafter = ["hangs"]\n\n'
+        '[[probe]]\nid = "raises"\nscript = "raises.py"\ntitle = "raises"\nstage = 3\nafter = ["passes"]\n',
+    )
+    plan = plan_runs(load_catalog(probes), collect_environment(), python=sys.executable, probe_dir=probes)
+    ended: list[str] = []
+    results = {r.id: r for r in run_plan(plan, jobs=3, on_result=lambda r: ended.append(r.id))}
+    assert [results[i].outcome for i in ("hangs", "passes/cpu", "raises")] == [Outcome.TIMEOUT, *[Outcome.SKIPPED] * 2]
+    assert results["passes/cpu"].skip_reason == (
+        "prerequisite hangs timed out; this run had started ahead of it, and its result is left out: it means "
+        "something only once that prerequisite passes"
+    )
+    assert results["raises"].skip_reason.startswith(  # type: ignore[union-attr]
+        "prerequisite passes/cpu was skipped, because hangs timed out; this run had started ahead of it"
+    )
+    assert ended[0] == "hangs"  # the dependent had ended first, but its result waited for the prerequisite's

@@ -148,14 +148,7 @@ def carry_on_with_patches(
     """
     verified = [f for f in report.findings if f.patch_verified and f.patch in PATCH_MODULES]
     fixed = {run_id for finding in verified for run_id in finding.runs}
-    blocked = [
-        run_id
-        for run_id in dependents(planned, fixed)
-        if run_id not in fixed
-        and (result := report.result(run_id)) is not None
-        and result.outcome is Outcome.SKIPPED
-        and any(f"prerequisite {cause} " in (result.skip_reason or "") for cause in fixed)
-    ]
+    blocked = unblocked_by(planned, report, fixed)
     if not blocked or (cancel is not None and cancel.cancelled):
         return report
     patches = [finding.patch for finding in verified if finding.patch is not None]
@@ -180,6 +173,24 @@ def carry_on_with_patches(
     earlier = {f.id: f for f in report.findings}
     findings = tuple(earlier.get(f.id, f) for f in carried.findings)  # keep the verification notes
     return dataclasses.replace(carried, created=report.created, findings=findings)
+
+
+def unblocked_by(planned: Sequence[PlannedRun], report: Report, fixed: set[str]) -> list[str]:
+    """The runs skipped, directly or through a chain of skipped runs, because a run in ``fixed`` did not pass, in
+    plan order: what a patch that fixes ``fixed`` lets run. A run skipped for a reason known before it started (no
+    CUDA device, a missing package) stays skipped: the patch changes nothing there."""
+    blocked: list[str] = []
+    for run in planned:  # plan order puts prerequisites first, so one pass follows every chain
+        result = report.result(run.run_id)
+        if (
+            run.run_id not in fixed
+            and run.skip_reason is None
+            and result is not None
+            and result.outcome is Outcome.SKIPPED
+            and fixed.union(blocked).intersection(run.prerequisites)
+        ):
+            blocked.append(run.run_id)
+    return blocked
 
 
 def _labelled(result: ProbeResult, label: str) -> ProbeResult:
@@ -284,7 +295,8 @@ def with_pin_advice(report: Report, options: DoctorOptions, specs: Sequence[Prob
     except (MatrixError, GpuDoctorError):
         return report  # no matrix here: nothing to compare with
     advice = pin_advice(report, rows, run_ids(specs))
-    return report if advice is None else dataclasses.replace(report, findings=(*report.findings, advice))
+    kept = tuple(f for f in report.findings if f.id != PIN_FINDING)  # a report read back may carry older advice
+    return report if advice is None else dataclasses.replace(report, findings=(*kept, advice))
 
 
 def dependents(planned: Sequence[PlannedRun], run_ids: Iterable[str]) -> list[str]:

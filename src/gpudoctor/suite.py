@@ -127,6 +127,38 @@ def known_skip_reason(spec: ProbeSpec, device: Device, environment: Environment)
     return "missing package: " + ", ".join(missing) if missing else None
 
 
+OUTCOME_VERBS = {
+    Outcome.FAIL: "failed",
+    Outcome.CRASH: "crashed",
+    Outcome.TIMEOUT: "timed out",
+    Outcome.SKIPPED: "was skipped",
+    Outcome.INTERRUPTED: "was interrupted",
+    Outcome.PASS: "passed",
+}
+OWN_REASON_CHARS = 160  # a prerequisite's own skip reason, quoted: the compiler's first error can be long
+
+
+def prerequisite_reason(
+    prerequisite: str, result: ProbeResult, root: str | None, results: Mapping[str, ProbeResult]
+) -> str:
+    """Why a run cannot run: the prerequisite's outcome as the report shows it, and for a skipped prerequisite,
+    the run at the root of the chain (``root``, with its outcome from ``results``) or the prerequisite's own
+    reason. The words name each run's outcome exactly as its result does, so the report never contradicts it."""
+    said = f"prerequisite {prerequisite} {OUTCOME_VERBS[result.outcome]}"
+    if result.outcome is not Outcome.SKIPPED:
+        return said
+    if root is not None and root in results and root != prerequisite:
+        cause = results[root]
+        own = "" if cause.outcome is not Outcome.SKIPPED else f" ({_shortened(cause.skip_reason or cause.summary)})"
+        return f"{said}, because {root} {OUTCOME_VERBS[cause.outcome]}{own}"
+    return f"{said} ({_shortened(result.skip_reason or result.summary)})"
+
+
+def _shortened(text: str) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else "no reason given"
+    return first if len(first) <= OWN_REASON_CHARS else first[: OWN_REASON_CHARS - 1] + "…"
+
+
 ResultCallback = Callable[[ProbeResult], None]
 StartCallback = Callable[[PlannedRun], None]
 
@@ -178,16 +210,23 @@ def run_plan(
     by_id = {p.run_id: p for p in plan}
     scopes: dict[str, CancelScope] = {}
     stopped: set[str] = set()  # runs killed because a prerequisite failed while they ran ahead of it
+    gate_roots: dict[str, str] = {}  # run skipped by the gate -> the run at the root of its chain of prerequisites
 
     def prerequisites(run: PlannedRun) -> list[str]:
         return [p for p in run.prerequisites if p in by_id]  # --device may have filtered some out
 
     def blocking_reason(run: PlannedRun) -> str | None:
         for prerequisite in prerequisites(run):
-            outcome = final[prerequisite].outcome if prerequisite in final else None
-            if outcome is not None and outcome not in (Outcome.PASS, Outcome.INTERRUPTED):
-                return f"prerequisite {prerequisite} did not pass ({outcome.value})"
+            result = final.get(prerequisite)
+            if result is not None and result.outcome not in (Outcome.PASS, Outcome.INTERRUPTED):
+                return prerequisite_reason(prerequisite, result, gate_roots.get(prerequisite), final)
         return None
+
+    def gate(run: PlannedRun) -> None:
+        """Remember the run whose outcome, through a chain of skipped prerequisites, keeps ``run`` from running."""
+        blocking = (Outcome.PASS, Outcome.INTERRUPTED)
+        cause = next(p for p in prerequisites(run) if p in final and final[p].outcome not in blocking)
+        gate_roots[run.run_id] = gate_roots.get(cause, cause)
 
     def interrupted_prerequisite(run: PlannedRun) -> str | None:
         return next((p for p in prerequisites(run) if p in final and final[p].outcome is Outcome.INTERRUPTED), None)
@@ -208,14 +247,20 @@ def run_plan(
             reason = blocking_reason(run)
             if reason is not None:
                 del held[run_id]
-                ahead = "stopped while it ran ahead" if run_id in stopped else "its own result was discarded"
+                gate(run)
+                ahead = (
+                    "this run had started ahead of it and was stopped"
+                    if run_id in stopped
+                    else "this run had started ahead of it, and its result is left out: it means something only "
+                    "once that prerequisite passes"
+                )
                 finish(run_id, skipped_result(run.invocation, f"{reason}; {ahead}"))
                 changed = True
             elif all(p in final for p in prerequisites(run)):
                 del held[run_id]
                 if (cut := interrupted_prerequisite(run)) is not None and result.outcome is not Outcome.INTERRUPTED:
-                    # As if it had waited: it would never have started. Its own ending is told, not counted.
-                    reason = f"prerequisite {cut} was interrupted (this run had ended: {result.outcome.value})"
+                    # As if it had waited: it would never have started, so its own ending is not counted.
+                    reason = f"prerequisite {cut} was interrupted, so this run is not counted although it had ended"
                     result = interrupted_result(run.invocation, reason, result.duration_s)
                 finish(run_id, result)
                 changed = True
@@ -231,6 +276,8 @@ def run_plan(
                 changed = True
             elif reason is not None:
                 waiting.remove(run)
+                if run.skip_reason is None:
+                    gate(run)
                 finish(run.run_id, skipped_result(run.invocation, reason))
                 changed = True
         return changed

@@ -15,7 +15,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, Report
+from gpudoctor.model import Device, Environment, Finding, KernelOp, Outcome, ProbeResult, Report
 from gpudoctor.protocol import DetailKey
 from gpudoctor.tomlcheck import checked_table, read_toml, string_list
 
@@ -136,13 +136,36 @@ def _kernel_runs(report: Report) -> list[tuple[ProbeResult, ProbeResult | None]]
     return [(r, report.result(_control_id(r))) for r in report.results if r.probe == KERNEL_PROBE]
 
 
-def _kernel_host_indexing(report: Report) -> list[PredicateEvidence]:
-    """The lines of the user's execute() that index tensors outside foreach (from the static scan)."""
+def _scanned_ops(report: Report, called: bool) -> list[KernelOp]:
+    """The scanned ops this run called (``called``) or did not call. With no call at all (the package was only
+    compiled) every op counts as called: the scan is all the run has to judge the package by."""
     if not report.kernel:
         return []
+    names = {call["op"] for call in report.kernel["calls"]}
+    ops = report.kernel["scan"]["ops"]
+    return [op for op in ops if (not names or op["name"] in names) is called]
+
+
+def _kernel_host_indexing(report: Report) -> list[PredicateEvidence]:
+    """The lines of the user's execute() that index tensors outside foreach (from the static scan), in the ops
+    this run called."""
     return [
         (f"static scan: {line['file']}:{line['line']}: `{line['text']}` (op {op['name']}, outside foreach)", None)
-        for op in report.kernel["scan"]["ops"]
+        for op in _scanned_ops(report, called=True)
+        for line in op["host_indexing"]
+    ]
+
+
+def _kernel_host_indexing_not_called(report: Report) -> list[PredicateEvidence]:
+    """The same lines in ops of the package that this run did not call: what the scan saw there, not a verdict
+    on the ops that ran."""
+    return [
+        (
+            f"static scan: {line['file']}:{line['line']}: `{line['text']}` (op {op['name']}, outside foreach; "
+            f"{op['name']} was not called in this run)",
+            None,
+        )
+        for op in _scanned_ops(report, called=False)
         for line in op["host_indexing"]
     ]
 
@@ -216,6 +239,7 @@ PREDICATES: Mapping[str, Callable[[Report], list[PredicateEvidence]]] = {
     "kernel_source_rejected": _kernel_source_rejected,
     "torch_cuda_newer_than_driver": _torch_cuda_newer_than_driver,
     "kernel_host_indexing": _kernel_host_indexing,
+    "kernel_host_indexing_not_called": _kernel_host_indexing_not_called,
     "kernel_crashes_where_control_passes": _kernel_crashes_where_control_passes,
     "control_fails_with_kernel": _control_fails_with_kernel,
 }
