@@ -36,7 +36,6 @@ class DetailKey:
     """Detail keys the doctor's own code reads; every one is declared by a probe in catalog.toml."""
 
     TORCH_CUDA = "torch_cuda"  # the CUDA version torch was built for (torch-env)
-    BRIDGE_MODULE = "bridge_module"  # which MAX torch bridge imported (max-import)
     PATCHES_APPLIED = "patches_applied"  # set by the harness itself when the doctor verifies a patch
 
 

@@ -262,6 +262,106 @@ def _is_raylet_side(pid: int) -> bool:
     return "gpudoctor" not in command and "maybe_hangs" not in command
 
 
+def _recorded_fleet() -> tuple[dict[str, Any], list[Any]]:
+    """The fleet run recorded on the H100 (tests/fixtures/fleet-h100.json), and its nodes read back."""
+    from gpudoctor.fleet.report import NodeRun, NodeStatus
+    from gpudoctor.model import Report
+
+    document = json.loads((Path(__file__).parent / "fixtures" / "fleet-h100.json").read_text())
+    nodes = [
+        NodeRun(n["label"], NodeStatus(n["status"]), tuple(Report.from_dict(r) for r in n["reports"]), n["reason"],
+                n["host"], n["duration_s"])
+        for n in document["nodes"]
+    ]  # fmt: skip
+    return document, nodes
+
+
+def test_the_recorded_fleet_analysed_again_gives_the_same_json() -> None:
+    """The JSON of a fleet report is a file others read: analysing the recorded run's nodes again writes it byte
+    for byte as it was recorded."""
+    from gpudoctor.fleet.report import analyse
+
+    document, nodes = _recorded_fleet()
+    again = analyse(nodes, document["created"], document["doctor_version"])
+    recorded = (Path(__file__).parent / "fixtures" / "fleet-h100.json").read_text()
+    assert json.dumps(again.to_dict(), indent=2) + "\n" == recorded
+
+
+def test_the_analysis_returns_data_and_the_faces_word_it() -> None:
+    """Outcomes are Outcome values, what sets a node apart is a list of differences, and the odd nodes are data;
+    the JSON, the plain text and the fleet view word them."""
+    import dataclasses
+
+    from gpudoctor.fleet.render import fleet_markdown, fleet_text, odd_one_line
+    from gpudoctor.fleet.report import (
+        EnvironmentDifference,
+        FindingDifference,
+        NodeRun,
+        NodeStatus,
+        OddNode,
+        OutcomeDifference,
+        analyse,
+        shows_as_problem,
+    )
+    from gpudoctor.model import Finding, Outcome
+    from gpudoctor.tui.fleet_app import node_details, node_problems
+
+    _, (node,) = _recorded_fleet()
+    cpu, gpu = node.reports
+    other_torch = dataclasses.replace(
+        cpu, environment=dataclasses.replace(cpu.environment, packages={**cpu.environment.packages, "torch": "9.9"})
+    )
+    cut = tuple(dataclasses.replace(r, outcome=Outcome.INTERRUPTED) if r.id == "max-import" else r for r in cpu.results)
+    shadowed = Finding("module-shadows-package", "a file shadows a package", ("torch.py",), "x", "y")
+    interrupted = dataclasses.replace(cpu, results=cut, findings=(shadowed,))
+    nodes = [
+        dataclasses.replace(node, label="node 1"),
+        dataclasses.replace(node, label="node 2"),
+        dataclasses.replace(node, label="node 3", reports=(other_torch, gpu)),
+        dataclasses.replace(node, label="node 4", reports=(interrupted, gpu)),
+        NodeRun("node 5", NodeStatus.LOST, reason="NodeDiedError"),
+    ]
+    report = analyse(nodes, "2025-01-01T00:00:00Z", "0.test")
+
+    assert nodes[3].outcomes["max-import"] is Outcome.INTERRUPTED
+    assert all(isinstance(outcome, Outcome) for outcome in report.groups[0].outcomes.values())
+    assert report.odd_ones == (
+        OddNode("node 3", 3, 5, NodeStatus.DONE, "", (EnvironmentDifference("torch", "9.9", "2.11.0"),), 2),
+        OddNode(
+            "node 4", 4, 5, NodeStatus.DONE, "",
+            (OutcomeDifference("max-import", Outcome.INTERRUPTED, Outcome.PASS),
+             FindingDifference("module-shadows-package", here=True)),
+            2,
+        ),
+        OddNode("node 5", 5, 5, NodeStatus.LOST, "NodeDiedError"),
+    )  # fmt: skip
+    sentences = [
+        "node 3 (3 of 5): torch 9.9 vs 2.11.0 on the others",
+        "node 4 (4 of 5): max-import interrupted only there (pass on the others); "
+        "finding module-shadows-package only there",
+        "node 5 (5 of 5): lost: NodeDiedError",
+    ]
+    assert [odd_one_line(odd) for odd in report.odd_ones] == sentences
+    as_json = report.to_dict()
+    assert as_json["odd_ones_out"] == sentences
+    assert as_json["nodes"][3]["outcomes"]["max-import"] == "interrupted"
+    assert json.loads(json.dumps(as_json)) == as_json  # plain JSON values, no enums
+
+    # One predicate for "a problem" in the fleet's faces: everything but pass and skipped, interrupted included
+    # (unlike Outcome.is_problem, which makes the doctor exit 1).
+    assert [o for o in Outcome if shows_as_problem(o)] == [
+        Outcome.FAIL, Outcome.CRASH, Outcome.TIMEOUT, Outcome.INTERRUPTED
+    ]  # fmt: skip
+    assert not Outcome.INTERRUPTED.is_problem
+    assert nodes[3].problems == ("max-import",) and node_problems(nodes[3]) == "max-import"
+    assert node_problems(nodes[0]) == "none" and node_problems(nodes[4]) == "NodeDiedError"
+    text = fleet_text(report)
+    assert "\n".join(f"    {line}" for line in sentences) in text
+    assert "  group 3: node 4\n" in text and "    problems: max-import\n" in text
+    assert "| 3 | node 4 |" in fleet_markdown(report) and "| max-import |" in fleet_markdown(report)
+    details = node_details(nodes[3], report).plain
+    assert "what sets it apart:\nmax-import interrupted only there (pass on the others); finding" in details
+    assert any(line.startswith("  interrupted") and line.endswith("max-import") for line in details.splitlines())
 
 
 def test_the_recorded_gpu_fleet_run_has_per_gpu_results_and_no_host() -> None:

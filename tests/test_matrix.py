@@ -75,6 +75,7 @@ _PROBE = "custom-op/cuda"
         ("results|no-such-probe/cpu", {"outcome": "pass"}, "results.no-such-probe/cpu", "unknown probe id"),
         (f"results|{_PROBE}|outcome", "exploded", f"results.{_PROBE}.outcome", "must be one of"),
         (f"results|{_PROBE}|signal", "segv", f"results.{_PROBE}.signal", "signal name"),
+        (f"results|{_PROBE}|signal", "SIGSEGV", f"results.{_PROBE}.signal", "only a crash has a signal"),
         (f"results|{_PROBE}|agreeing", 5, f"results.{_PROBE}.agreeing", "cannot exceed runs"),
         (f"results|{_PROBE}|date", "yesterday", f"results.{_PROBE}.date", "not a date"),
         (f"results|{_PROBE}|colour", "red", f"results.{_PROBE}", "unknown field 'colour'"),
@@ -246,6 +247,18 @@ def test_matrix_readme_is_generated_from_the_rows() -> None:
     expected = readme_text(load_matrix(MATRIX, KNOWN))
     assert (MATRIX / "README.md").read_text() == expected, "matrix/README.md is stale: run gpudoctor matrix readme"
     assert run_cli("matrix", "readme", "--check", "--matrix", str(MATRIX)).returncode == 0
+
+
+def test_the_readmes_example_row_is_a_valid_row_of_the_schema_rows_are_written_in() -> None:
+    """The row format the README shows is one `matrix check` accepts, in the schema gpudoctor writes today."""
+    from gpudoctor.matrix.schema import ROW_SCHEMA, parse_row
+
+    text = (MATRIX / "README.md").read_text()
+    assert f"## Row format (schema {ROW_SCHEMA})" in text
+    example = text.split("```toml\n", 1)[1].split("```", 1)[0]
+    row = parse_row(Path("README.md"), tomllib.loads(example), KNOWN)
+    assert tomllib.loads(example)["schema"] == ROW_SCHEMA
+    assert row.results["custom-op/cuda"].outcome.value == "pass" and row.reports == ("3f9a0c1d2b4e5f60",)
 
 
 def test_markup_in_rows_is_escaped_in_the_readme(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from conftest import SYNTHETIC, contradicting_reasons
 
 from gpudoctor.doctor import DoctorOptions, diagnose, rerun
 from gpudoctor.model import Device, Outcome
+from gpudoctor.render import to_markdown, to_text
 
 
 def test_a_rerun_runs_what_builds_on_it_and_keeps_the_rest() -> None:
@@ -78,6 +79,10 @@ def test_a_verified_patch_carries_the_run_on(tmp_path: Path, monkeypatch: pytest
     assert finding.patch_verified is True
     assert report.exit_code == 1
     assert contradicting_reasons(report) == []
+    assert f"with a verified patch applied (the stack with the fix in, not as it is): {', '.join(unblocked)}" in (
+        to_text(report)
+    )
+    assert "; 5 of them with a verified patch applied" in to_markdown(report).splitlines()[2]
 
 
 def test_runs_left_skipped_after_a_patch_name_the_outcomes_the_report_shows(

@@ -235,7 +235,7 @@ async def _quit_mid_run(probes: Path, tmp_path: Path, marker: str, key: str) -> 
         assert app.running and app.report is None
         await pilot.press(key)
     assert app.return_value == 130
-    assert app.session.cancelled and app.session.reason == "quit"
+    assert app.session.scope.cancelled and app.session.reason == "quit"
     assert app.kept is not None
     kept = {r.id: r.outcome for r in app.kept.results}
     assert kept["passes/cpu"] is Outcome.PASS and kept["hangs"] is Outcome.INTERRUPTED

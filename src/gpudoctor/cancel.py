@@ -21,7 +21,7 @@ class Cancelled(GpuDoctorError):
     returns it instead of raising)."""
 
     def __init__(self, reason: str) -> None:
-        super().__init__(reason, exit_code=130)
+        super().__init__(reason, exit_code=128 + signal.SIGINT)  # session.ExitCode.INTERRUPTED
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:

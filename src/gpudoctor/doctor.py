@@ -19,10 +19,11 @@ from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.interpreter import resolve_python
 from gpudoctor.inventory import collect_environment
+from gpudoctor.kernelsection import KernelSection
 from gpudoctor.knowledge import load_known_issues, match_findings
 from gpudoctor.matrix.query import pin_options
 from gpudoctor.matrix.schema import Row
-from gpudoctor.model import Device, Environment, Finding, KernelSection, Outcome, ProbeResult, ProbeSpec, Report
+from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, ProbeSpec, Report
 from gpudoctor.patches import PATCH_FILES_ENV, PATCH_MODULES, patch_file
 from gpudoctor.preflight import preflight
 from gpudoctor.runner import run_probe

@@ -11,7 +11,7 @@ import os
 import platform
 import shutil
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -291,18 +291,3 @@ def collect_environment(
         mojo_cli=None if mojo is None else redact_text(mojo),
         stack=stack,
     )
-
-
-def max_packaging(packages: Mapping[str, str | None]) -> str | None:
-    """How the installed MAX is packaged, and which Mojo compiler it brings: the packaging moved twice (one
-    ``max`` wheel with the compiler bundled until 25.5; max-core and mojo-compiler from 25.6; the Mojo
-    standard library split into mojo-compiler-mojo-libs with 26.7). None without MAX."""
-    max_version = packages.get("max")
-    if not max_version:
-        return None
-    compiler = packages.get("mojo-compiler")
-    if not packages.get("max-core") or not compiler:
-        return f"one max wheel, its Mojo compiler bundled (MAX {max_version}; packaging of 25.3-25.5)"
-    if packages.get("mojo-compiler-mojo-libs"):
-        return f"max, max-core, mojo-compiler {compiler}, mojo-compiler-mojo-libs (packaging of 26.7 on)"
-    return f"max, max-core, mojo-compiler {compiler} (packaging of 25.6-26.6)"

@@ -12,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from gpudoctor.model import Finding, Outcome, ProbeResult, Report
-from gpudoctor.render import safe_text
+from gpudoctor.safetext import safe_text
 
 _STDERR_CHARS = 20_000
 # XML 1.0 cannot carry most control characters even escaped; safe_text has made them visible already, and

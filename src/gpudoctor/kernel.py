@@ -18,9 +18,10 @@ from gpudoctor.doctor import conclude, default_jobs
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.interpreter import resolve_python
 from gpudoctor.inventory import collect_environment
+from gpudoctor.kernelsection import KernelSection
 from gpudoctor.kernelspec import CallRequest, KernelCall, resolve_calls
 from gpudoctor.knowledge import CONTROL_PROBE, KERNEL_PROBE
-from gpudoctor.model import Device, Environment, KernelSection, ProbeResult, ProbeSpec, Report
+from gpudoctor.model import Device, Environment, ProbeResult, ProbeSpec, Report
 from gpudoctor.mojoscan import PackageScan, scan_package
 from gpudoctor.redact import redact_text
 from gpudoctor.runner import ProbeInvocation

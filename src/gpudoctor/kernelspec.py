@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.model import KernelCallSpec, KernelReference, KernelTensorSpec
+from gpudoctor.kernelsection import KernelCallSpec, KernelReference, KernelTensorSpec
 from gpudoctor.mojoscan import OpInfo, PackageScan
 from gpudoctor.tomlcheck import checked_table, read_toml
 

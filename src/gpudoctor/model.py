@@ -1,6 +1,7 @@
 """The types every part of gpudoctor speaks: environment facts, probe specs and results, findings, reports.
 
-Frozen dataclasses with ``to_dict``/``from_dict`` so that a report round-trips through JSON unchanged.
+Frozen dataclasses; they are the one definition of a report's shape: ``codec`` encodes, decodes and validates them
+and generates the JSON schema from them, so a report round-trips through JSON unchanged.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NotRequired, TypedDict, cast
+from typing import Any
+
+from gpudoctor.kernelsection import KernelSection
+from gpudoctor.protocol import DetailKey
 
 SCHEMA_VERSION = 1
 
@@ -44,16 +48,6 @@ class Device(str, enum.Enum):
     NONE = "none"  # the probe does not take a device (e.g. an import check)
 
 
-def _opt_str(data: Mapping[str, Any], key: str) -> str | None:
-    value = data.get(key)
-    return None if value is None else str(value)
-
-
-def _opt_int(data: Mapping[str, Any], key: str) -> int | None:
-    value = data.get(key)
-    return None if value is None else int(value)
-
-
 @dataclass(frozen=True)
 class Gpu:
     """One GPU as NVML sees it; a field NVML could not give is None."""
@@ -63,26 +57,6 @@ class Gpu:
     compute_capability: str | None = None
     memory_total_mib: int | None = None
     mig_mode: bool | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "name": self.name,
-            "compute_capability": self.compute_capability,
-            "memory_total_mib": self.memory_total_mib,
-            "mig_mode": self.mig_mode,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Gpu:
-        mig = data.get("mig_mode")
-        return cls(
-            index=int(data["index"]),
-            name=_opt_str(data, "name"),
-            compute_capability=_opt_str(data, "compute_capability"),
-            memory_total_mib=_opt_int(data, "memory_total_mib"),
-            mig_mode=None if mig is None else bool(mig),
-        )
 
 
 @dataclass(frozen=True)
@@ -98,23 +72,6 @@ class Driver:
     def available(self) -> bool:
         return self.status == "ok"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "version": self.version,
-            "cuda_driver_version": self.cuda_driver_version,
-            "gpus": [gpu.to_dict() for gpu in self.gpus],
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Driver:
-        return cls(
-            status=str(data["status"]),
-            version=_opt_str(data, "version"),
-            cuda_driver_version=_opt_str(data, "cuda_driver_version"),
-            gpus=tuple(Gpu.from_dict(g) for g in data.get("gpus", ())),
-        )
-
 
 @dataclass(frozen=True)
 class Platform:
@@ -127,29 +84,6 @@ class Platform:
     kernel: str | None
     libc: str | None
     machine: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "python": self.python,
-            "python_implementation": self.python_implementation,
-            "os": self.os,
-            "os_release": self.os_release,
-            "kernel": self.kernel,
-            "libc": self.libc,
-            "machine": self.machine,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Platform:
-        return cls(
-            python=str(data["python"]),
-            python_implementation=str(data["python_implementation"]),
-            os=str(data["os"]),
-            os_release=_opt_str(data, "os_release"),
-            kernel=_opt_str(data, "kernel"),
-            libc=_opt_str(data, "libc"),
-            machine=str(data["machine"]),
-        )
 
 
 @dataclass(frozen=True)
@@ -180,28 +114,21 @@ class Environment:
             return True
         return visible.strip() not in ("", "-1", "none", "NoDevFiles")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "platform": self.platform.to_dict(),
-            "driver": self.driver.to_dict(),
-            "packages": dict(self.packages),
-            "env_vars": dict(self.env_vars),
-            "python_executable": self.python_executable,
-            "mojo_cli": self.mojo_cli,
-            "stack": dict(self.stack),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Environment:
-        return cls(
-            platform=Platform.from_dict(data["platform"]),
-            driver=Driver.from_dict(data["driver"]),
-            packages={str(k): (None if v is None else str(v)) for k, v in data["packages"].items()},
-            env_vars={str(k): str(v) for k, v in data.get("env_vars", {}).items()},
-            python_executable=str(data["python_executable"]),
-            mojo_cli=_opt_str(data, "mojo_cli"),
-            stack=dict(data["stack"]) if isinstance(data.get("stack"), dict) else {},
-        )
+    @property
+    def max_packaging(self) -> str | None:
+        """How the installed MAX is packaged, and which Mojo compiler it brings: the packaging moved twice (one
+        ``max`` wheel with the compiler bundled until 25.5; max-core and mojo-compiler from 25.6; the Mojo
+        standard library split into mojo-compiler-mojo-libs with 26.7). None without MAX."""
+        packages = self.packages
+        max_version = packages.get("max")
+        if not max_version:
+            return None
+        compiler = packages.get("mojo-compiler")
+        if not packages.get("max-core") or not compiler:
+            return f"one max wheel, its Mojo compiler bundled (MAX {max_version}; packaging of 25.3-25.5)"
+        if packages.get("mojo-compiler-mojo-libs"):
+            return f"max, max-core, mojo-compiler {compiler}, mojo-compiler-mojo-libs (packaging of 26.7 on)"
+        return f"max, max-core, mojo-compiler {compiler} (packaging of 25.6-26.6)"
 
 
 @dataclass(frozen=True)
@@ -232,18 +159,6 @@ class Frame:
     function: str
     thread: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "function": self.function, "thread": self.thread}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Frame:
-        return cls(
-            file=str(data["file"]),
-            line=_opt_int(data, "line"),
-            function=str(data["function"]),
-            thread=_opt_str(data, "thread"),
-        )
-
 
 @dataclass(frozen=True)
 class StepTime:
@@ -254,12 +169,9 @@ class StepTime:
     start_s: float
     duration_s: float
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "start_s": round(self.start_s, 3), "duration_s": round(self.duration_s, 3)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> StepTime:
-        return cls(name=str(data["name"]), start_s=float(data["start_s"]), duration_s=float(data["duration_s"]))
+    def __post_init__(self) -> None:  # to the millisecond, as reports have always stored it
+        object.__setattr__(self, "start_s", round(self.start_s, 3))
+        object.__setattr__(self, "duration_s", round(self.duration_s, 3))
 
 
 @dataclass(frozen=True)
@@ -287,54 +199,18 @@ class ProbeResult:
     cpu_s: float | None = None  # user + system CPU time of the probe process and the children it waited for
     peak_rss_mib: float | None = None  # its peak resident memory
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "probe": self.probe,
-            "device": self.device.value,
-            "outcome": self.outcome.value,
-            "duration_s": round(self.duration_s, 3),
-            "command": self.command,
-            "summary": self.summary,
-            "exit_code": self.exit_code,
-            "signal": self.signal,
-            "exception_type": self.exception_type,
-            "message": self.message,
-            "skip_reason": self.skip_reason,
-            "last_step": self.last_step,
-            "frames": [f.to_dict() for f in self.frames],
-            "details": dict(self.details),
-            "stdout_tail": self.stdout_tail,
-            "stderr_tail": self.stderr_tail,
-            "steps": [step.to_dict() for step in self.steps],
-            "cpu_s": None if self.cpu_s is None else round(self.cpu_s, 3),
-            "peak_rss_mib": None if self.peak_rss_mib is None else round(self.peak_rss_mib, 1),
-        }
+    def __post_init__(self) -> None:  # what reports have always stored: milliseconds, tenths of a MiB
+        object.__setattr__(self, "duration_s", round(self.duration_s, 3))
+        if self.cpu_s is not None:
+            object.__setattr__(self, "cpu_s", round(self.cpu_s, 3))
+        if self.peak_rss_mib is not None:
+            object.__setattr__(self, "peak_rss_mib", round(self.peak_rss_mib, 1))
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ProbeResult:
-        return cls(
-            id=str(data["id"]),
-            probe=str(data["probe"]),
-            device=Device(data["device"]),
-            outcome=Outcome(data["outcome"]),
-            duration_s=float(data["duration_s"]),
-            command=str(data.get("command", "")),
-            summary=str(data.get("summary", "")),
-            exit_code=_opt_int(data, "exit_code"),
-            signal=_opt_str(data, "signal"),
-            exception_type=_opt_str(data, "exception_type"),
-            message=_opt_str(data, "message"),
-            skip_reason=_opt_str(data, "skip_reason"),
-            last_step=_opt_str(data, "last_step"),
-            frames=tuple(Frame.from_dict(f) for f in data.get("frames", ())),
-            details=dict(data.get("details", {})),
-            stdout_tail=str(data.get("stdout_tail", "")),
-            stderr_tail=str(data.get("stderr_tail", "")),
-            steps=tuple(StepTime.from_dict(step) for step in data.get("steps", ())),
-            cpu_s=None if data.get("cpu_s") is None else float(data["cpu_s"]),
-            peak_rss_mib=None if data.get("peak_rss_mib") is None else float(data["peak_rss_mib"]),
-        )
+    @property
+    def patched(self) -> bool:
+        """Whether this run had a patch applied (a verified patch carried the run on): its outcome is the stack's
+        with the fix in, not the stack's as it is."""
+        return bool(self.details.get(DetailKey.PATCHES_APPLIED))
 
 
 @dataclass(frozen=True)
@@ -343,142 +219,29 @@ class Finding:
 
     id: str
     title: str
+    severity: str = field(default="problem", kw_only=True)  # "problem" or "notice"
     evidence: tuple[str, ...]
+    runs: tuple[str, ...] = field(default=(), kw_only=True)  # the run ids whose results matched the evidence
     explanation: str
     fix: str
-    severity: str = "problem"  # "problem" or "notice"
     references: tuple[str, ...] = ()
     patch: str | None = None
     patch_verified: bool | None = None  # None: not tried; True only when the patched rerun passed
     patch_note: str | None = None
-    runs: tuple[str, ...] = ()  # the run ids whose results matched the evidence
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "severity": self.severity,
-            "evidence": list(self.evidence),
-            "runs": list(self.runs),
-            "explanation": self.explanation,
-            "fix": self.fix,
-            "references": list(self.references),
-            "patch": self.patch,
-            "patch_verified": self.patch_verified,
-            "patch_note": self.patch_note,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Finding:
-        return cls(
-            id=str(data["id"]),
-            title=str(data["title"]),
-            severity=str(data.get("severity", "problem")),
-            evidence=tuple(str(e) for e in data.get("evidence", ())),
-            explanation=str(data["explanation"]),
-            fix=str(data["fix"]),
-            references=tuple(str(r) for r in data.get("references", ())),
-            patch=_opt_str(data, "patch"),
-            patch_verified=data.get("patch_verified"),
-            patch_note=_opt_str(data, "patch_note"),
-            runs=tuple(str(r) for r in data.get("runs", ())),
-        )
-
-
-# The `gpudoctor kernel` section of a report, as JSON-shaped types that mypy checks wherever it is read.
-
-
-class KernelTensorArg(TypedDict):
-    name: str
-    role: str  # "output" or "input"
-    dtype: str | None
-    rank: int | None
-    variadic: bool
-
-
-class KernelSourceLine(TypedDict):
-    file: str
-    line: int
-    text: str
-
-
-class KernelOp(TypedDict):
-    name: str
-    struct: str | None
-    file: str
-    line: int
-    tensors: list[KernelTensorArg]
-    parameters: list[str]
-    host_indexing: list[KernelSourceLine]
-
-
-class KernelScan(TypedDict):
-    is_package: bool
-    files: list[str]
-    ops: list[KernelOp]
-    legacy_imports: list[KernelSourceLine]
-    notes: list[str]
-
-
-class KernelTensorSpec(TypedDict):
-    shape: list[int]
-    dtype: str
-
-
-class KernelReference(TypedDict, total=False):
-    expression: str
-    file: str
-    function: str
-
-
-class KernelCallSpec(TypedDict):
-    op: str
-    outputs: list[KernelTensorSpec]
-    inputs: list[KernelTensorSpec]
-    parameters: dict[str, Any]
-    values: str
-    rtol: float | None
-    atol: float | None
-    reference: NotRequired[KernelReference | None]  # absent in reports before the reference existed
-
-
-class SourceHitDict(TypedDict):
-    rule: str
-    file: str
-    line: int
-    text: str
-    package: str
-    accepted: str  # the releases of `package` that accept the construct (a specifier)
-    accepted_here: bool | None  # by the installed release; None when the package is not installed
-    rewrite: str
-
-
-class SourceCheckDict(TypedDict):
-    files: list[str]
-    installed: dict[str, str | None]
-    written_for: list[str]
-    conflicts: int
-    hits: list[SourceHitDict]
-
-
-class KernelSection(TypedDict):
-    package: str
-    scan: KernelScan
-    calls: list[KernelCallSpec]
-    source: NotRequired[SourceCheckDict]  # the version-aware source check (absent in older reports)
 
 
 @dataclass(frozen=True)
 class Report:
     """One run of the doctor: where, what ran, what it found."""
 
+    # Fields are encoded in the order declared here (keyword-only ones too): schema_version first, as it always was.
+    schema_version: int = field(default=SCHEMA_VERSION, kw_only=True)
     doctor_version: str
     created: str  # ISO 8601 UTC timestamp
     environment: Environment
     results: tuple[ProbeResult, ...] = ()
     findings: tuple[Finding, ...] = ()
     kernel: KernelSection | None = None  # `gpudoctor kernel`: the package, its scan and the calls made
-    schema_version: int = SCHEMA_VERSION
 
     @property
     def exit_code(self) -> int:
@@ -508,28 +271,15 @@ class Report:
         return next((r for r in self.results if r.id == run_id), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema_version": self.schema_version,
-            "doctor_version": self.doctor_version,
-            "created": self.created,
-            "environment": self.environment.to_dict(),
-            "results": [r.to_dict() for r in self.results],
-            "findings": [f.to_dict() for f in self.findings],
-            **({"kernel": dict(self.kernel)} if self.kernel is not None else {}),
-        }
+        """The report as JSON-shaped data, as ``--json`` prints it (``codec.encode``)."""
+        from gpudoctor.codec import encode
+
+        return encode(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Report:
-        version = data["schema_version"]
-        if version != SCHEMA_VERSION or isinstance(version, bool):
-            raise ValueError(f"schema version {version!r}; this gpudoctor reads version {SCHEMA_VERSION}")
-        return cls(
-            schema_version=SCHEMA_VERSION,
-            doctor_version=str(data["doctor_version"]),
-            created=str(data["created"]),
-            environment=Environment.from_dict(data["environment"]),
-            results=tuple(ProbeResult.from_dict(r) for r in data.get("results", ())),
-            findings=tuple(Finding.from_dict(f) for f in data.get("findings", ())),
-            # Shaped by report.schema.json, which the faces that read foreign reports validate against.
-            kernel=cast(KernelSection, dict(data["kernel"])) if isinstance(data.get("kernel"), dict) else None,
-        )
+    def from_dict(cls, data: Any) -> Report:
+        """A report from JSON-shaped data, every field validated (``codec.decode``; ``codec.ReportError`` names the
+        first wrong field)."""
+        from gpudoctor.codec import decode
+
+        return decode(data)

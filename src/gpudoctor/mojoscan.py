@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpudoctor.model import KernelOp, KernelScan, KernelSourceLine, KernelTensorArg
+from gpudoctor.kernelsection import KernelOp, KernelScan, KernelSourceLine, KernelTensorArg
 from gpudoctor.textfile import read_source
 
 MAX_FILES = 200
@@ -78,17 +78,6 @@ class OpInfo:
     @property
     def inputs(self) -> tuple[TensorArg, ...]:
         return tuple(t for t in self.tensors if t.role == "input")
-
-    def signature(self) -> str:
-        def show(t: TensorArg) -> str:
-            what = t.dtype or "any dtype"
-            what += f", rank {t.rank}" if t.rank is not None else ", any rank"
-            return f"{t.name}: {t.role}{' (variadic)' if t.variadic else ''} {what}"
-
-        parts = [show(t) for t in self.tensors]
-        if self.parameters:
-            parts.append("parameters [" + ", ".join(self.parameters) + "]")
-        return "; ".join(parts) or "signature not understood"
 
     def to_dict(self) -> KernelOp:
         return {

@@ -51,11 +51,11 @@ def _report(config: pytest.Config) -> Report | None:
 def _load(config: pytest.Config) -> Report | None:
     path = config.getoption("--gpudoctor-report")
     if path:
-        from gpudoctor.cli.common import load_report_file
         from gpudoctor.errors import GpuDoctorError
+        from gpudoctor.reportfiles import read_report
 
         try:
-            report = load_report_file(Path(path))
+            report = read_report(Path(path))
         except GpuDoctorError as error:
             raise pytest.UsageError(error.one_line()) from None
     elif config.getoption("--gpudoctor"):
@@ -63,7 +63,7 @@ def _load(config: pytest.Config) -> Report | None:
         completed = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
         try:
             report = Report.from_dict(json.loads(completed.stdout))
-        except (ValueError, KeyError, TypeError):
+        except ValueError:  # not JSON, or not a report (codec.ReportError is a ValueError)
             said = (completed.stderr.strip().splitlines() or ["no output"])[-1]
             raise pytest.UsageError(f"gpudoctor did not produce a report: {said}") from None
     else:

@@ -92,11 +92,6 @@ def redact_text(text: str) -> str:
     return text
 
 
-def is_private(text: str) -> bool:
-    """Whether ``text`` carries this machine's home path, user name or host name."""
-    return redact_text(text) != text
-
-
 def redact_tree(value: T, redact: Callable[[str], str] = redact_text) -> T:
     """Apply ``redact`` to every string inside nested dicts, lists and tuples."""
     result: Any

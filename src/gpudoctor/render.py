@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 
-from gpudoctor.inventory import max_packaging
-from gpudoctor.model import Environment, KernelTensorArg, Outcome, ProbeResult, Report
+from gpudoctor.kernelsection import KernelTensorArg
+from gpudoctor.model import Environment, Outcome, ProbeResult, Report
+from gpudoctor.safetext import safe_text
 
-CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls, not \t \n
 _MARKS = {
     Outcome.PASS: "pass",
     Outcome.FAIL: "FAIL",
@@ -22,11 +22,6 @@ _MARKS = {
 _TAIL_LINES = 30
 GITHUB_BODY_LIMIT = 65_536  # characters in a GitHub issue body
 _LINE_CHARS = 400  # a stderr line longer than this is cut (a minified blob is no help in an issue)
-
-
-def safe_text(text: str) -> str:
-    """Escape sequences and other control characters become visible (``\\x1b``) instead of acting."""
-    return CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _cell(text: object) -> str:
@@ -65,7 +60,7 @@ def environment_rows(environment: Environment) -> list[tuple[str, str]]:
     rows.append(("kernel / libc", f"{platform.kernel or 'N/A'} / {platform.libc or 'N/A'}"))
     for name, version in environment.packages.items():
         rows.append((name, version or "not installed"))
-    if (packaging := max_packaging(environment.packages)) is not None:
+    if (packaging := environment.max_packaging) is not None:
         rows.append(("MAX packaging", packaging))
     if environment.mojo_cli:
         rows.append(("mojo CLI", environment.mojo_cli))
@@ -160,6 +155,8 @@ def _summary_markdown(report: Report) -> str:
     for result in report.results:
         counts[result.outcome.value] = counts.get(result.outcome.value, 0) + 1
     ran = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items(), key=lambda item: -item[1]))
+    if patched := sum(r.patched for r in report.results):
+        ran += f"; {patched} of them with a verified patch applied"
     problems = [f.title for f in report.findings if f.severity == "problem"]
     verdict = "**healthy**" if report.exit_code == 0 else "**problems found**"
     line = f"{verdict}: {len(report.results)} probe runs ({ran or 'none'})"
@@ -263,6 +260,8 @@ def to_text(report: Report) -> str:
     problems = sum(r.outcome.is_problem for r in report.results)
     found = sum(f.severity == "problem" for f in report.findings)
     lines += ["", f"  {len(report.results)} probe runs, {problems} with problems, {found} problem findings"]
+    if patched := [r.id for r in report.results if r.patched]:
+        lines.append(f"  with a verified patch applied (the stack with the fix in, not as it is): {', '.join(patched)}")
     if report.interrupted:
         cut = sum(r.outcome is Outcome.INTERRUPTED for r in report.results)
         lines.append(f"  interrupted: {cut} runs did not end; the others are shown as they ended")

@@ -13,7 +13,7 @@ from typing import Any
 import tomllib
 
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.render import CONTROL_CHARS
+from gpudoctor.safetext import CONTROL_CHARS
 from gpudoctor.textfile import read_text
 
 

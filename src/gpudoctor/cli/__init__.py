@@ -3,7 +3,8 @@
 ``gpudoctor`` (doctor_command), ``gpudoctor kernel`` (kernel_command), ``gpudoctor matrix`` (matrix_command),
 ``gpudoctor sweep`` (sweep_command), ``gpudoctor patch`` (patch_command), ``gpudoctor scan`` (scan_command),
 ``gpudoctor fleet`` (fleet_command).
-Exit codes: 0 healthy, 1 a problem found, 2 bad input or usage, 130 interrupted, 143 terminated.
+Exit codes (gpudoctor.session.ExitCode): 0 healthy, 1 a problem found, 2 bad input or usage, 130 interrupted,
+143 terminated.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from gpudoctor.bytecode import keep_own_bytecode
 from gpudoctor.cli.output import guarded_stdout
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.session import ExitCode
 
 
 def run(argv: Sequence[str] | None = None) -> int:
@@ -58,16 +60,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return error.exit_code
     except KeyboardInterrupt:  # outside a session (while parsing, say): nothing is running
         _say("gpudoctor: interrupted")
-        return 130
+        return ExitCode.INTERRUPTED
     except OSError as error:  # the disk, not the doctor: a folder that cannot be written, a disk that is full
         where = f"{error.filename}: " if error.filename else ""
         _say(f"gpudoctor: error: {where}{error.strerror or error}")
-        return 2
+        return ExitCode.USAGE
 
 
 def _say(line: str) -> None:
     """One line on stderr (made safe for a terminal), if there is a stderr to write to."""
-    from gpudoctor.render import safe_text
+    from gpudoctor.safetext import safe_text
 
     with contextlib.suppress(OSError, AttributeError, ValueError):
         sys.stderr.write(safe_text(line) + "\n")

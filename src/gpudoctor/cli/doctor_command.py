@@ -9,17 +9,18 @@ from pathlib import Path
 
 from gpudoctor import __version__
 from gpudoctor.cli.common import (
-    EXIT_OK,
     OneLineParser,
     add_report_file_arguments,
     existing_folder,
     positive_int,
     progress,
+    report_files,
     run_and_report,
     seconds,
     wants_progress,
 )
 from gpudoctor.model import Device
+from gpudoctor.session import ExitCode
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,7 +66,7 @@ def list_probes(probe_dir: Path | None) -> int:
         devices = ",".join(d.value for d in spec.devices)
         after = f" after {','.join(spec.after)}" if spec.after else ""
         print(f"{spec.id:<28} stage {spec.stage}  [{devices}]{after}  {spec.title}")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def run(argv: Sequence[str]) -> int:
@@ -87,6 +88,6 @@ def run(argv: Sequence[str]) -> int:
     if not (options.json or options.markdown or options.plain) and sys.stdin.isatty() and sys.stdout.isatty():
         from gpudoctor.tui import run_tui  # only here: the other faces never import Textual
 
-        return run_tui(doctor_options, files=options)
+        return run_tui(doctor_options, files=report_files(options))
     on_result = progress if wants_progress(options) else None
     return run_and_report(lambda scope: diagnose(doctor_options, on_result=on_result, cancel=scope), options)

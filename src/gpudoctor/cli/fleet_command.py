@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpudoctor.cli.common import OneLineParser, file_to_write, folder_to_write, seconds, stop_on_signals
+from gpudoctor.cli.common import OneLineParser, file_to_write, folder_to_write, seconds
 from gpudoctor.cli.kernel_command import add_call_arguments
 from gpudoctor.model import Device
+from gpudoctor.session import stop_on_signals
 
 if TYPE_CHECKING:
     from gpudoctor.fleet.report import FleetReport
@@ -111,8 +112,8 @@ def run(argv: Sequence[str]) -> int:
             if options.contribute:
                 _contribute(tui_report, options.matrix)
         return code
-    with stop_on_signals() as stop:
-        report = run_fleet(fleet_options, cancel=stop.scope, on_node=heard)
+    with stop_on_signals() as session:
+        report = run_fleet(fleet_options, cancel=session.scope, on_node=heard)
         if options.json:
             sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
         elif options.markdown:
@@ -120,9 +121,9 @@ def run(argv: Sequence[str]) -> int:
         else:
             sys.stdout.write(fleet_text(report))
         sys.stdout.flush()
-    if stop.exit_code is not None:
-        sys.stderr.write(f"gpudoctor: {stop.scope.reason}; kept the nodes that had answered; nothing recorded\n")
-        return stop.exit_code
+    if session.stopped:
+        sys.stderr.write(session.note("kept the nodes that had answered; nothing recorded"))
+        return session.exit_status(report.exit_code)
     _write_junit(report, options.junit)
     if options.contribute:
         _contribute(report, options.matrix)

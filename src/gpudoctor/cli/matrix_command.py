@@ -8,22 +8,20 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gpudoctor.cli.common import (
-    EXIT_OK,
-    EXIT_PROBLEM,
     OneLineParser,
     existing_file,
     folder_to_write,
-    load_report_file,
     positive_int,
     progress,
-    stop_on_signals,
     whole_number,
 )
 from gpudoctor.model import Report
+from gpudoctor.reportfiles import read_report
+from gpudoctor.session import ExitCode, stop_on_signals
 
 if TYPE_CHECKING:
     from gpudoctor.matrix import MatrixStore
-from gpudoctor.render import safe_text
+from gpudoctor.safetext import safe_text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,7 +72,7 @@ def run(argv: Sequence[str]) -> int:
         for line in errors:
             sys.stderr.write(safe_text(line) + "\n")
         print(f"{len(rows)} rows valid, {len(errors)} with errors in {directory}")
-        return EXIT_PROBLEM if errors else EXIT_OK
+        return ExitCode.PROBLEM if errors else ExitCode.OK
     if options.command == "readme":
         rows = store.load(known)
         files = {directory / "README.md": matrix.readme_text(rows)}
@@ -85,18 +83,18 @@ def run(argv: Sequence[str]) -> int:
                 print(f"{path} is stale: run gpudoctor matrix readme")
             if not stale:
                 print(f"{directory / 'README.md'} and its {len(files) - 1} pictures are up to date")
-            return EXIT_PROBLEM if stale else EXIT_OK
+            return ExitCode.PROBLEM if stale else ExitCode.OK
         for path, text in files.items():
             atomic_write(path, text, mode=0o644)
             print(f"wrote {path}")
-        return EXIT_OK
+        return ExitCode.OK
     if options.command == "add":
         return _add(options, store, known)
     rows = store.load(known)
     if options.command == "show":
         print(matrix.show_text(matrix.filter_rows(rows, options.package, options.gpu)), end="")
-        return EXIT_OK
-    own = load_report_file(options.source) if options.source else None
+        return ExitCode.OK
+    own = read_report(options.source) if options.source else None
     if own is None:
         from gpudoctor.doctor import make_report
         from gpudoctor.interpreter import resolve_python
@@ -104,25 +102,25 @@ def run(argv: Sequence[str]) -> int:
 
         own = make_report(collect_environment(resolve_python(options.python)))
     print(matrix.near_text(matrix.near(own, rows, known, options.count)), end="")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _add(options: argparse.Namespace, store: MatrixStore, known: set[str]) -> int:
     from gpudoctor import matrix
 
-    report = load_report_file(options.source) if options.source is not None else _run_now(options)
+    report = read_report(options.source) if options.source is not None else _run_now(options)
     if isinstance(report, int):
         return report
     row = matrix.row_from_report(report, known, note=options.note)
     added = store.add(row)
     if not added.counted:
         print(f"already in {added.path}: report {report.report_id} was recorded before; nothing changed")
-        return EXIT_OK
+        return ExitCode.OK
     merged = added.row
     changed = [p for p in row.results if merged.results[p].runs > 1 and merged.results[p].agreeing == 1]
     what = f"{len(row.results)} probe results" + (f", outcome changed for {', '.join(changed)}" if changed else "")
     print(f"{'new row' if added.new else 'merged into'} {added.path} ({what})")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _run_now(options: argparse.Namespace) -> Report | int:
@@ -132,12 +130,12 @@ def _run_now(options: argparse.Namespace) -> Report | int:
 
     doctor_options = DoctorOptions(python=options.python, jobs=options.jobs or default_jobs())
     on_result = progress if sys.stderr.isatty() else None
-    with stop_on_signals() as stop:
+    with stop_on_signals() as session:
         try:
-            report: Report | None = diagnose(doctor_options, on_result=on_result, cancel=stop.scope)
+            report: Report | None = diagnose(doctor_options, on_result=on_result, cancel=session.scope)
         except Cancelled:
             report = None
-    if report is None or stop.exit_code is not None:
-        sys.stderr.write(f"gpudoctor: {stop.scope.reason}; nothing recorded\n")
-        return stop.exit_code or 130
+    if report is None or session.stopped:
+        sys.stderr.write(session.note("nothing recorded"))
+        return session.exit_status(ExitCode.INTERRUPTED)
     return report

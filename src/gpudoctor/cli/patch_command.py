@@ -6,8 +6,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gpudoctor.cli.common import EXIT_OK, OneLineParser
+from gpudoctor.cli.common import OneLineParser
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.session import ExitCode
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,10 +43,10 @@ def run(argv: Sequence[str]) -> int:
         for patch in sorted(PATCH_MODULES):
             issue = issues.get(patch)
             print(f"{patch}: {issue.title if issue else 'no known issue names it'}")
-        return EXIT_OK
+        return ExitCode.OK
     if options.command == "show":
         sys.stdout.write(patch_file(options.patch).read_text(encoding="utf-8"))
-        return EXIT_OK
+        return ExitCode.OK
     site = site_packages(resolve_python(options.python))
     if options.command == "install":
         for name, text in install_files(options.patch).items():
@@ -56,7 +57,7 @@ def run(argv: Sequence[str]) -> int:
             print(f"wrote {site / name}")
         print(f"patch {options.patch} installed; remove it with: gpudoctor patch remove {options.patch} "
               f"--python {resolve_python(options.python)}")  # fmt: skip
-        return EXIT_OK
+        return ExitCode.OK
     removed = [site / installed_file(options.patch)]
     if not [p for p in site.glob("gpudoctor_patch_*.py") if p.name != installed_file(options.patch)]:
         removed += [site / HOOK_MODULE, site / HOOK_PTH]  # the last patch goes: the hook goes too
@@ -64,4 +65,4 @@ def run(argv: Sequence[str]) -> int:
         if path.exists():
             path.unlink()
             print(f"removed {path}")
-    return EXIT_OK
+    return ExitCode.OK

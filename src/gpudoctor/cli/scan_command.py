@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gpudoctor.cli.common import OneLineParser
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.render import safe_text
+from gpudoctor.safetext import safe_text
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -16,12 +16,12 @@ from gpudoctor.cli.common import (
     folder_to_write,
     positive_int,
     seconds,
-    stop_on_signals,
     whole_number,
 )
 from gpudoctor.cli.kernel_command import add_call_arguments
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.render import safe_text
+from gpudoctor.safetext import safe_text
+from gpudoctor.session import stop_on_signals
 
 if TYPE_CHECKING:
     from gpudoctor.kernelspec import CallRequest
@@ -151,18 +151,17 @@ def run(argv: Sequence[str]) -> int:
         sys.stderr.write(safe_text(line) + "\n")
         sys.stderr.flush()
 
-    with stop_on_signals() as stop:  # still in place while the grid is printed: a second Ctrl-C cuts nothing
+    with stop_on_signals() as session:  # still in place while the grid is printed: a second Ctrl-C cuts nothing
         if options.ray:
             from gpudoctor.fleet.sweep_remote import sweep_on_ray
 
-            grid = sweep_on_ray(sweep_options, options.address, on_event=progress, cancel=stop.scope)
+            grid = sweep_on_ray(sweep_options, options.address, on_event=progress, cancel=session.scope)
         else:
-            grid = sweep(sweep_options, on_event=progress, cancel=stop.scope)
+            grid = sweep(sweep_options, on_event=progress, cancel=session.scope)
         _print_grid(grid, options, matrix_dir, sweep_options.envs_dir)
-    if stop.exit_code is not None:
-        sys.stderr.write(f"gpudoctor: {stop.scope.reason}; finished cells are kept\n")
-        return stop.exit_code
-    return grid.exit_code
+    if session.stopped:
+        sys.stderr.write(session.note("finished cells are kept"))
+    return session.exit_status(grid.exit_code)
 
 
 def _print_grid(grid: Grid, options: argparse.Namespace, matrix_dir: Path | None, envs_dir: Path) -> None:

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from gpudoctor.fleet.report import FleetReport, NodeStatus
-from gpudoctor.render import safe_text
+from gpudoctor.fleet.report import (
+    Difference,
+    EnvironmentDifference,
+    FleetReport,
+    NodeStatus,
+    OddNode,
+    OutcomeDifference,
+)
+from gpudoctor.safetext import safe_text
 
 
 def _environment_line(environment: dict[str, str | int] | object) -> str:
@@ -13,17 +20,43 @@ def _environment_line(environment: dict[str, str | int] | object) -> str:
     return ", ".join(f"{k} {environment[k]}" for k in keys if k in environment)
 
 
+def difference_text(difference: Difference, majority_size: int) -> str:
+    """One way a node differs from the majority (of ``majority_size`` nodes), in words."""
+    elsewhere = "on the others" if majority_size > 1 else "on the other"
+    if isinstance(difference, EnvironmentDifference):
+        here, there = ("absent" if v is None else v for v in (difference.here, difference.there))
+        return f"{difference.key} {here} vs {there} {elsewhere}"
+    if isinstance(difference, OutcomeDifference):
+        mine, theirs = ("did not run" if o is None else o.value for o in (difference.here, difference.there))
+        return f"{difference.run_id} {mine} only there ({theirs} {elsewhere})"
+    return f"finding {difference.finding} {'only there' if difference.here else f'{elsewhere} but not there'}"
+
+
+def what_sets_apart(odd: OddNode) -> str:
+    """What sets an odd node apart: why it did not answer, or how it differs from the majority (raw text: the
+    faces make it safe to print)."""
+    if odd.status is not NodeStatus.DONE:
+        return f"{odd.status.value}: {odd.reason}"
+    said = [difference_text(d, odd.majority_size) for d in odd.differences]
+    return "; ".join(said or ["differs in a way the summary does not show (see its report)"])
+
+
+def odd_one_line(odd: OddNode) -> str:
+    """The odd node in one sentence: which node, where in the fleet, and what sets it apart (raw text)."""
+    return f"{odd.label} ({odd.position} of {odd.total}): {what_sets_apart(odd)}"
+
+
 def fleet_text(report: FleetReport) -> str:
     answered = sum(n.status is NodeStatus.DONE for n in report.nodes)
     lines = [f"gpudoctor {report.doctor_version} fleet: {len(report.nodes)} nodes, {answered} answered", ""]
     if report.odd_ones:
         lines.append("  odd ones out:")
-        lines += [f"    {safe_text(line)}" for line in report.odd_ones]
+        lines += [f"    {safe_text(odd_one_line(odd))}" for odd in report.odd_ones]
     elif answered:
         lines.append("  every node that answered has the same environment and the same outcomes")
     lines.append("")
     for number, group in enumerate(report.groups, 1):
-        problems = sorted(run for run, outcome in group.outcomes.items() if outcome not in ("pass", "skipped"))
+        problems = group.problems
         lines.append(f"  group {number}: {', '.join(group.labels)}")
         lines.append(f"    {safe_text(_environment_line(dict(group.environment)))}")
         lines.append(f"    problems: {', '.join(problems) if problems else 'none'}")
@@ -44,10 +77,10 @@ def fleet_markdown(report: FleetReport) -> str:
     lines.append(f"{len(report.nodes)} nodes, {answered} answered.")
     lines.append("")
     if report.odd_ones:
-        lines += ["### Odd ones out", ""] + [f"- {safe_text(line)}" for line in report.odd_ones] + [""]
+        lines += ["### Odd ones out", ""] + [f"- {safe_text(odd_one_line(odd))}" for odd in report.odd_ones] + [""]
     lines += ["| group | nodes | environment | problems |", "| --- | --- | --- | --- |"]
     for number, group in enumerate(report.groups, 1):
-        problems = sorted(run for run, outcome in group.outcomes.items() if outcome not in ("pass", "skipped"))
+        problems = group.problems
         env = safe_text(_environment_line(dict(group.environment))).replace("|", "\\|")
         lines.append(f"| {number} | {', '.join(group.labels)} | {env} | {', '.join(problems) or 'none'} |")
     lines += ["", "| node | status | time | reason |", "| --- | --- | --- | --- |"]

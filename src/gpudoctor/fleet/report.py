@@ -1,5 +1,6 @@
 """A fleet's results: one NodeRun per node (each holding the doctor's reports from that node), grouped by
-environment and outcome, with the odd nodes out and what sets them apart. Pure data and analysis, no Ray.
+environment and outcome, with the odd nodes out and what sets them apart. Pure data and analysis, no Ray: the
+analysis returns data (outcomes, differences, odd nodes) and the faces (fleet/render.py, the fleet view) word it.
 
 Node names are private: a node is "node 3" unless the user asked for host names (``--show-hosts``).
 """
@@ -15,6 +16,17 @@ from typing import Any
 
 from gpudoctor.matrix.schema import environment_key
 from gpudoctor.model import Device, Outcome, Report
+
+
+def shows_as_problem(outcome: Outcome) -> bool:
+    """Whether a run is listed among a node's (or a group's) problems in the fleet's faces: every outcome but
+    pass and skipped. Unlike ``Outcome.is_problem`` an interrupted run is listed too: it did not end."""
+    return outcome not in (Outcome.PASS, Outcome.SKIPPED)
+
+
+def problem_runs(outcomes: Mapping[str, Outcome]) -> tuple[str, ...]:
+    """The run ids whose outcome `shows_as_problem`, sorted."""
+    return tuple(sorted(run for run, outcome in outcomes.items() if shows_as_problem(outcome)))
 
 
 class NodeStatus(enum.Enum):
@@ -37,15 +49,20 @@ class NodeRun:
     duration_s: float = 0.0
 
     @property
-    def outcomes(self) -> dict[str, str]:
+    def outcomes(self) -> dict[str, Outcome]:
         """Run id (with ``:gpuN`` for per-GPU runs) → outcome, over all of the node's reports."""
-        found: dict[str, str] = {}
+        found: dict[str, Outcome] = {}
         for index, report in enumerate(self.reports):
             suffix = f":gpu{index - 1}" if index > 0 else ""
             for result in report.results:
                 if result.outcome is not Outcome.SKIPPED or not suffix:
-                    found[result.id + suffix] = result.outcome.value
+                    found[result.id + suffix] = result.outcome
         return found
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """The runs listed as the node's problems (see `shows_as_problem`), sorted."""
+        return problem_runs(self.outcomes)
 
     @property
     def environment(self) -> dict[str, str | int]:
@@ -63,7 +80,7 @@ class NodeRun:
             "host": self.host,
             "duration_s": round(self.duration_s, 3),
             "environment": self.environment,
-            "outcomes": self.outcomes,
+            "outcomes": _outcome_values(self.outcomes),
             "findings": list(self.findings),
             "reports": [report.to_dict() for report in self.reports],
         }
@@ -75,16 +92,67 @@ class Group:
 
     labels: tuple[str, ...]
     environment: Mapping[str, str | int]
-    outcomes: Mapping[str, str]
+    outcomes: Mapping[str, Outcome]
     findings: tuple[str, ...]
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """The runs listed as the group's problems (see `shows_as_problem`), sorted."""
+        return problem_runs(self.outcomes)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "nodes": list(self.labels),
             "environment": dict(self.environment),
-            "outcomes": dict(self.outcomes),
+            "outcomes": _outcome_values(self.outcomes),
             "findings": list(self.findings),
         }
+
+
+def _outcome_values(outcomes: Mapping[str, Outcome]) -> dict[str, str]:
+    return {run: outcome.value for run, outcome in outcomes.items()}
+
+
+@dataclass(frozen=True)
+class EnvironmentDifference:
+    """An environment key whose value on the node differs from the majority's (None: the key is absent)."""
+
+    key: str
+    here: str | int | None
+    there: str | int | None
+
+
+@dataclass(frozen=True)
+class OutcomeDifference:
+    """A run whose outcome on the node differs from the majority's (None: the run did not happen)."""
+
+    run_id: str
+    here: Outcome | None
+    there: Outcome | None
+
+
+@dataclass(frozen=True)
+class FindingDifference:
+    """A problem finding on the node but not on the majority (``here``), or on the majority but not on it."""
+
+    finding: str
+    here: bool
+
+
+Difference = EnvironmentDifference | OutcomeDifference | FindingDifference
+
+
+@dataclass(frozen=True)
+class OddNode:
+    """A node that did not answer, or that answered outside the largest group, and what sets it apart."""
+
+    label: str
+    position: int  # 1-based, among all the fleet's nodes
+    total: int  # the fleet's nodes
+    status: NodeStatus
+    reason: str = ""  # why it did not answer (its NodeRun's reason)
+    differences: tuple[Difference, ...] = ()  # how it differs from the majority (empty for a node that did not answer)
+    majority_size: int = 0  # how many nodes the majority it is compared with has
 
 
 @dataclass(frozen=True)
@@ -93,7 +161,7 @@ class FleetReport:
     created: str
     doctor_version: str
     groups: tuple[Group, ...] = field(default=())
-    odd_ones: tuple[str, ...] = field(default=())  # one sentence per node that differs from the majority
+    odd_ones: tuple[OddNode, ...] = field(default=())  # the nodes that differ from the majority, in node order
 
     @property
     def exit_code(self) -> int:
@@ -107,12 +175,14 @@ class FleetReport:
         return any(n.status is NodeStatus.INTERRUPTED for n in self.nodes)
 
     def to_dict(self) -> dict[str, Any]:
+        from gpudoctor.fleet.render import odd_one_line  # the JSON keeps one sentence per odd node, as worded there
+
         return {
             "doctor_version": self.doctor_version,
             "created": self.created,
             "nodes": [n.to_dict() for n in self.nodes],
             "groups": [g.to_dict() for g in self.groups],
-            "odd_ones_out": list(self.odd_ones),
+            "odd_ones_out": [odd_one_line(odd) for odd in self.odd_ones],
         }
 
 
@@ -130,36 +200,35 @@ def analyse(nodes: Sequence[NodeRun], created: str, doctor_version: str) -> Flee
         key=lambda g: -len(g.labels),
     )  # fmt: skip
     total = len(nodes)
-    odd: list[str] = []
+    odd: list[OddNode] = []
     majority = groups[0] if groups else None
     position = {n.label: i + 1 for i, n in enumerate(nodes)}
     for node in nodes:
-        where = f"{node.label} ({position[node.label]} of {total})"
         if node.status is not NodeStatus.DONE:
-            odd.append(f"{where}: {node.status.value}: {node.reason}")
+            odd.append(OddNode(node.label, position[node.label], total, node.status, node.reason))
         elif majority is not None and len(groups) > 1 and node.label not in majority.labels:
-            odd.append(f"{where}: " + "; ".join(_differences(node, majority, len(majority.labels))))
+            apart = differences(node, majority)
+            odd.append(OddNode(node.label, position[node.label], total, node.status, "", apart, len(majority.labels)))
     return FleetReport(tuple(nodes), created, doctor_version, tuple(groups), tuple(odd))
 
 
-def _differences(node: NodeRun, majority: Group, count: int) -> list[str]:
-    elsewhere = "on the others" if count > 1 else "on the other"
-    said = []
+def differences(node: NodeRun, majority: Group) -> tuple[Difference, ...]:
+    """What sets the node apart from the majority: environment keys, then runs, then problem findings, each
+    sorted."""
+    found: list[Difference] = []
     env = node.environment
     for key in sorted(set(env) | set(majority.environment)):
         mine, theirs = env.get(key), majority.environment.get(key)
         if mine != theirs:
-            here, there = ("absent" if v is None else v for v in (mine, theirs))
-            said.append(f"{key} {here} vs {there} {elsewhere}")
+            found.append(EnvironmentDifference(key, mine, theirs))
     outcomes = node.outcomes
     for run_id in sorted(set(outcomes) | set(majority.outcomes)):
-        mine, theirs = outcomes.get(run_id), majority.outcomes.get(run_id)
-        if mine != theirs:
-            said.append(f"{run_id} {mine or 'did not run'} only there ({theirs or 'did not run'} {elsewhere})")
+        here, there = outcomes.get(run_id), majority.outcomes.get(run_id)
+        if here != there:
+            found.append(OutcomeDifference(run_id, here, there))
     for finding in sorted(set(node.findings) ^ set(majority.findings)):
-        there = finding in node.findings
-        said.append(f"finding {finding} {'only there' if there else f'{elsewhere} but not there'}")
-    return said or ["differs in a way the summary does not show (see its report)"]
+        found.append(FindingDifference(finding, finding in node.findings))
+    return tuple(found)
 
 
 def node_report(node: NodeRun) -> Report | None:

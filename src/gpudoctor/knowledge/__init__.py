@@ -15,7 +15,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.model import Device, Environment, Finding, KernelOp, Outcome, ProbeResult, Report
+from gpudoctor.kernelsection import KernelOp
+from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, Report
 from gpudoctor.protocol import DetailKey
 from gpudoctor.tomlcheck import checked_table, read_toml, string_list
 

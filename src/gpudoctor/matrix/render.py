@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpudoctor.matrix.query import TIMELINE_FIELDS, Nearness, outcome_counts, problems, timelines, transitions
-from gpudoctor.matrix.schema import Row
+from gpudoctor.matrix.schema import ROW_SCHEMA, Row
 from gpudoctor.picture import Tile, TileKind, heatmap_svg
-from gpudoctor.render import safe_text
+from gpudoctor.safetext import safe_text
 
 README_TEMPLATE = Path(__file__).with_name("README.template.md")
 README_COLUMNS = ("gpu", "driver", "cuda_driver", "torch", "max", "mojo-compiler", "cuda-core", "python", "os")
@@ -98,6 +98,7 @@ def readme_text(rows: Sequence[Row]) -> str:
     pictures = [f"![{name}]({name})" for name in grid_pictures(rows)]
     template = string.Template(README_TEMPLATE.read_text(encoding="utf-8"))
     text = template.substitute(
+        row_schema=ROW_SCHEMA,  # the example row and its heading say the schema rows are written in
         count=len(rows),
         pictures="\n\n".join(pictures) or "(no rows with both torch and MAX yet)",
         table="\n".join(table),

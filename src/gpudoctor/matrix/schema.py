@@ -287,6 +287,8 @@ def _result(path: Path, probe: str, value: Any, known: set[str] | None) -> Probe
     signal = table.get("signal")
     if signal is not None and (not isinstance(signal, str) or not re.match(r"^SIG[A-Z0-9]{2,10}$", signal)):
         raise MatrixError(f"{_where(path, where + '.signal')}: must be a signal name like SIGSEGV, not {signal!r}")
+    if signal is not None and outcome is not Outcome.CRASH:
+        raise MatrixError(f"{_where(path, where + '.signal')}: only a crash has a signal (outcome is {outcome.value})")
     runs = whole_number(_where(path, where + ".runs"), table.get("runs", 1), 1, 10**9, MatrixError)
     agreeing = whole_number(_where(path, where + ".agreeing"), table.get("agreeing", 1), 1, 10**9, MatrixError)
     if agreeing > runs:

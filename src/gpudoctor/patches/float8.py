@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import warnings
 
-PATCH_ID = "float8-e8m0fnu-alias"
-
 
 def apply() -> bool:
     """Alias the dtype if this torch lacks it; True when the alias was added."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.model import SourceCheckDict, SourceHitDict
+from gpudoctor.kernelsection import SourceCheckDict, SourceHitDict
 from gpudoctor.source.rules import RuleBook, SourceRule, shipped_rules
 from gpudoctor.textfile import read_source
 

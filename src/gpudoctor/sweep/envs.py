@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gpudoctor.atomic import atomic_write
 from gpudoctor.bytecode import cache_dir
-from gpudoctor.cancel import CancelScope, kill_group
+from gpudoctor.cancel import Cancelled, CancelScope, kill_group
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.interpreter import site_packages
 from gpudoctor.inventory import package_versions
@@ -67,16 +67,13 @@ class NotBuilt:
     seconds: float
 
 
-class Interrupted(Exception):
-    """The sweep was stopped while a build ran."""
-
-
 def run_owned(
     argv: Sequence[str], cancel: CancelScope, timeout_s: float, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run a command in its own process group, owned by ``cancel`` (cancelling kills it at once)."""
+    """Run a command in its own process group, owned by ``cancel`` (cancelling kills it at once, and raises
+    Cancelled: the sweep was stopped while a build ran)."""
     if cancel.cancelled:
-        raise Interrupted(cancel.reason)
+        raise Cancelled(cancel.reason or "stopped")
     process = subprocess.Popen(
         list(argv),
         stdin=subprocess.DEVNULL,
@@ -94,7 +91,7 @@ def run_owned(
             stdout, stderr = process.communicate()
             return subprocess.CompletedProcess(list(argv), -9, stdout, stderr + f"\n(killed after {timeout_s:g} s)")
     if cancel.cancelled:
-        raise Interrupted(cancel.reason)
+        raise Cancelled(cancel.reason or "stopped")
     return subprocess.CompletedProcess(list(argv), process.returncode, stdout, stderr)
 
 

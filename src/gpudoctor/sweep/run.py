@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 
 from gpudoctor import __version__
 from gpudoctor.atomic import atomic_write
-from gpudoctor.cancel import CancelScope
+from gpudoctor.cancel import Cancelled, CancelScope
 from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.doctor import DoctorOptions, diagnose
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Report
-from gpudoctor.sweep.envs import Built, EnvironmentBuilder, Interrupted
+from gpudoctor.sweep.envs import Built, EnvironmentBuilder
 from gpudoctor.sweep.grid import Cell, CellResult, CellStatus
 from gpudoctor.textfile import read_text
 
@@ -131,7 +131,7 @@ class Sweep:
         event("build")
         try:
             built = self.builder.build(cell, cancel)
-        except Interrupted:
+        except Cancelled:  # stopped while the environment was being built
             return CellResult(cell, CellStatus.INTERRUPTED, "stopped while building", duration_s=_since(started))
         if not isinstance(built, Built):
             status = CellStatus.UNRESOLVABLE if built.unresolvable else CellStatus.BUILD_FAILED

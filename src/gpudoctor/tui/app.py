@@ -8,7 +8,6 @@ every running probe's process group is killed at once and the app exits without 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -36,7 +35,9 @@ from gpudoctor.doctor import DoctorOptions, dependents, diagnose, make_report, p
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Environment, ProbeResult, Report
 from gpudoctor.render import to_markdown, to_text
+from gpudoctor.reportfiles import ReportFiles
 from gpudoctor.runner import interrupted_result
+from gpudoctor.session import ExitCode, Session
 from gpudoctor.suite import PlannedRun
 from gpudoctor.tui.widgets import (
     SPINNER,
@@ -48,9 +49,6 @@ from gpudoctor.tui.widgets import (
     StatusLine,
     details_text,
 )
-
-EXIT_INTERRUPTED = 130
-EXIT_TERMINATED = 143
 
 
 class RunPlanned(Message):
@@ -107,7 +105,7 @@ class DoctorApp(App[int]):
         self.options = options
         self.export_dir = export_dir or Path.cwd()
         self.matrix_dir = matrix_dir
-        self.session = CancelScope()  # cancelled when the app goes: every probe of every run with it
+        self.session = Session()  # stopped when the app goes: every probe of every run with it
         self.environment: Environment | None = None
         self.planned: dict[str, PlannedRun] = {}
         self.results: dict[str, ProbeResult] = {}
@@ -149,7 +147,7 @@ class DoctorApp(App[int]):
         self._start_run()
 
     def on_unmount(self) -> None:
-        self.session.cancel("the TUI closed")
+        self.session.scope.cancel("the TUI closed")
         with contextlib.suppress(NotImplementedError, RuntimeError):
             for sig in (signal.SIGTERM, signal.SIGINT):
                 asyncio.get_running_loop().remove_signal_handler(sig)
@@ -174,7 +172,7 @@ class DoctorApp(App[int]):
 
     def _launch(self, work: Callable[[CancelScope], Report]) -> None:
         self.running = True
-        scope = self.session.child()
+        scope = self.session.scope.child()
         worker = self.run_worker(partial(self._work, work, scope), thread=True, group="run", exclusive=True)
         self._scopes[worker] = scope
 
@@ -296,10 +294,10 @@ class DoctorApp(App[int]):
     # --- actions ------------------------------------------------------------------------------------------
 
     async def action_quit(self) -> None:
-        self._stop("quit", EXIT_INTERRUPTED)
+        self._stop("quit", ExitCode.INTERRUPTED)
 
     def _terminate(self) -> None:
-        self._stop("stopped by SIGTERM", EXIT_TERMINATED)
+        self._stop("stopped by SIGTERM", ExitCode.TERMINATED)
 
     def partial_report(self, reason: str) -> Report | None:
         """The report of what had ended, the rest marked interrupted (None before the inventory was in)."""
@@ -312,18 +310,17 @@ class DoctorApp(App[int]):
         return make_report(self.environment, results)
 
     def _interrupt(self) -> None:
-        self._stop("stopped by SIGINT", EXIT_INTERRUPTED)
+        self._stop("stopped by SIGINT", ExitCode.INTERRUPTED)
 
     def _stop(self, reason: str, interrupted_code: int) -> None:
         """Kill every running probe now and leave; the exit status says whether work was cut short, and what
         had ended is kept (``kept``) for the terminal once the app has gone."""
         self.interrupted = self.running
-        self.session.cancel(reason)
+        self.session.stop(reason, interrupted_code)
         if self.interrupted:
             self.kept = self.partial_report(reason)
-            self.exit(interrupted_code)
-        else:
-            self.exit(self.report.exit_code if self.report is not None else 1)
+        result_code = self.report.exit_code if self.report is not None else ExitCode.PROBLEM
+        self.exit(self.session.exit_status(result_code, cut_short=self.interrupted))
 
     def action_rerun_all(self) -> None:
         if self.running:
@@ -391,20 +388,18 @@ class DoctorApp(App[int]):
         self.notify(message, markup=False)
 
 
-def run_tui(options: DoctorOptions, files: argparse.Namespace | None = None) -> int:
+def run_tui(options: DoctorOptions, files: ReportFiles | None = None) -> int:
     """Run the app on this terminal. Exit status: the report's; 130 when quit (143 on SIGTERM) mid-run, and
     then what had ended is printed on the terminal the app leaves behind."""
     app = DoctorApp(options)
     code = app.run()
     finished = app.kept if app.kept is not None else app.report
     if files is not None and finished is not None:
-        from gpudoctor.cli.common import write_report_files
-
-        write_report_files(finished, files)  # --junit, --save-json, --save-markdown, as in plain mode
+        files.write(finished)  # --junit, --save-json, --save-markdown, as in plain mode
     if app.kept is not None:
         sys.stdout.write(to_text(app.kept))
         sys.stdout.flush()
-        sys.stderr.write(f"gpudoctor: {app.session.reason}; kept the runs that had ended\n")
+        sys.stderr.write(app.session.note())
     if code is not None:
         return code
     return app.report.exit_code if app.report is not None else 1

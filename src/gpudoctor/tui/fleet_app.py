@@ -23,9 +23,10 @@ from textual.widgets import DataTable, Footer, Header, Static
 from gpudoctor.cancel import CancelScope
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.fleet.ray_runner import FleetOptions, run_fleet
-from gpudoctor.fleet.render import fleet_text
+from gpudoctor.fleet.render import fleet_text, odd_one_line, what_sets_apart
 from gpudoctor.fleet.report import FleetReport, NodeRun, NodeStatus
-from gpudoctor.render import safe_text
+from gpudoctor.model import Outcome
+from gpudoctor.safetext import safe_text
 from gpudoctor.tui.widgets import plain
 
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
@@ -57,7 +58,7 @@ class FleetFailed(Message):
 
 
 def node_problems(node: NodeRun) -> str:
-    bad = sorted(run for run, outcome in node.outcomes.items() if outcome not in ("pass", "skipped"))
+    bad = node.problems
     return ", ".join(bad) if bad else ("none" if node.status is NodeStatus.DONE else node.reason)
 
 
@@ -69,10 +70,10 @@ def node_details(node: NodeRun, report: FleetReport | None) -> Text:
     if node.reason:
         text.append(safe_text(node.reason) + "\n")
     if report is not None:
-        for line in report.odd_ones:
-            if line.startswith(f"{node.label} ("):
+        for odd in report.odd_ones:
+            if odd.label == node.label:
                 text.append("\nwhat sets it apart:\n", style="bold")
-                text.append(safe_text(line.split(": ", 1)[1]) + "\n", style="yellow")
+                text.append(safe_text(what_sets_apart(odd)) + "\n", style="yellow")
     if node.environment:
         text.append("\nenvironment:\n", style="bold")
         for key, value in node.environment.items():
@@ -80,8 +81,8 @@ def node_details(node: NodeRun, report: FleetReport | None) -> Text:
     if node.outcomes:
         text.append("\nruns:\n", style="bold")
         for run_id, outcome in sorted(node.outcomes.items()):
-            style = "green" if outcome == "pass" else ("dim" if outcome == "skipped" else "bold red")
-            text.append(f"  {outcome:<11}", style=style)
+            style = "green" if outcome is Outcome.PASS else ("dim" if outcome is Outcome.SKIPPED else "bold red")
+            text.append(f"  {outcome.value:<11}", style=style)
             text.append(safe_text(run_id) + "\n")
     if node.findings:
         text.append("\nproblem findings: ", style="bold")
@@ -171,8 +172,8 @@ class FleetApp(App[int]):
         text = Text()
         if odd:
             text.append("odd ones out:\n", style="bold yellow")
-            for line in odd:
-                text.append(safe_text(line) + "\n")
+            for one in odd:
+                text.append(safe_text(odd_one_line(one)) + "\n")
         else:
             text.append("every node that answered has the same environment and the same outcomes", style="green")
         self.query_one("#odd", Static).update(text)

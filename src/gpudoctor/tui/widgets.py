@@ -17,7 +17,8 @@ from textual.widgets import DataTable, Static
 
 from gpudoctor.matrix import Nearness, near_lines
 from gpudoctor.model import Environment, Outcome, ProbeResult, Report
-from gpudoctor.render import cost_line, environment_rows, safe_text
+from gpudoctor.render import cost_line, environment_rows
+from gpudoctor.safetext import safe_text
 from gpudoctor.suite import PlannedRun
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
