@@ -20,16 +20,15 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Static
 
-from gpudoctor.cancel import CancelScope
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.fleet.ray_runner import FleetOptions, run_fleet
 from gpudoctor.fleet.render import fleet_text, odd_one_line, what_sets_apart
 from gpudoctor.fleet.report import FleetReport, NodeRun, NodeStatus
 from gpudoctor.model import Outcome
 from gpudoctor.safetext import safe_text
+from gpudoctor.session import ExitCode, Session
 from gpudoctor.tui.widgets import plain
 
-EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 _STATUS_STYLES = {
     NodeStatus.DONE: "green",
     NodeStatus.LOST: "bold red",
@@ -82,7 +81,7 @@ def node_details(node: NodeRun, report: FleetReport | None) -> Text:
         text.append("\nruns:\n", style="bold")
         for run_id, outcome in sorted(node.outcomes.items()):
             style = "green" if outcome is Outcome.PASS else ("dim" if outcome is Outcome.SKIPPED else "bold red")
-            text.append(f"  {outcome.value:<11}", style=style)
+            text.append(f"  {outcome.value:<12}", style=style)  # "interrupted" is 11 long: one space after
             text.append(safe_text(run_id) + "\n")
     if node.findings:
         text.append("\nproblem findings: ", style="bold")
@@ -105,7 +104,7 @@ class FleetApp(App[int]):
     def __init__(self, options: FleetOptions) -> None:
         super().__init__()
         self.options = options
-        self.session = CancelScope()
+        self.session = Session()
         self.nodes: dict[str, NodeRun] = {}
         self.report: FleetReport | None = None
         self.running = False
@@ -129,17 +128,17 @@ class FleetApp(App[int]):
             table.add_column(label, key=label, width=width)
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop = asyncio.get_running_loop()
-            loop.add_signal_handler(signal.SIGTERM, lambda: self._stop("stopped by SIGTERM", EXIT_TERMINATED))
-            loop.add_signal_handler(signal.SIGINT, lambda: self._stop("stopped by SIGINT", EXIT_INTERRUPTED))
+            loop.add_signal_handler(signal.SIGTERM, lambda: self._stop("stopped by SIGTERM", ExitCode.TERMINATED))
+            loop.add_signal_handler(signal.SIGINT, lambda: self._stop("stopped by SIGINT", ExitCode.INTERRUPTED))
         self.running = True
         self.run_worker(self._work, thread=True, group="fleet")
 
     def on_unmount(self) -> None:
-        self.session.cancel("the TUI closed")
+        self.session.scope.cancel("the TUI closed")
 
     def _work(self) -> None:
         try:
-            report = run_fleet(self.options, cancel=self.session, on_node=self._heard)
+            report = run_fleet(self.options, cancel=self.session.scope, on_node=self._heard)
         except GpuDoctorError as error:
             self.post_message(FleetFailed(error.one_line()))
             return
@@ -206,15 +205,13 @@ class FleetApp(App[int]):
         self.query_one("#fleet-status", Static).update(plain(text))
 
     async def action_quit(self) -> None:
-        self._stop("quit", EXIT_INTERRUPTED)
+        self._stop("quit", ExitCode.INTERRUPTED)
 
     def _stop(self, reason: str, code: int) -> None:
         interrupted = self.running
-        self.session.cancel(reason)
-        if interrupted:
-            self.exit(code)
-        else:
-            self.exit(self.report.exit_code if self.report is not None else 1)
+        self.session.stop(reason, code)
+        result_code = self.report.exit_code if self.report is not None else ExitCode.PROBLEM
+        self.exit(self.session.exit_status(result_code, cut_short=interrupted))
 
 
 def run_fleet_tui(options: FleetOptions) -> tuple[int, FleetReport | None]:
@@ -222,10 +219,10 @@ def run_fleet_tui(options: FleetOptions) -> tuple[int, FleetReport | None]:
     mid-run, what had answered is printed after it leaves)."""
     app = FleetApp(options)
     code = app.run()
-    if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+    if code in (ExitCode.INTERRUPTED, ExitCode.TERMINATED):
         for node in app.nodes.values():
             sys.stdout.write(f"  {node.label}: {node.status.value} in {node.duration_s:.1f} s: {node_problems(node)}\n")
-        sys.stderr.write(f"gpudoctor: {app.session.reason}; kept the nodes that had answered\n")
+        sys.stderr.write(app.session.note("kept the nodes that had answered"))
         return code, None
     if app.report is not None:
         sys.stdout.write(fleet_text(app.report))
