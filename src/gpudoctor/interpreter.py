@@ -9,13 +9,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from gpudoctor.cancel import Cancelled, CancelScope, kill_group
-from gpudoctor.capture import TailReader
+from gpudoctor.cancel import CancelScope, run_owned
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.redact import redact_text
 
@@ -55,33 +53,16 @@ def ask(python: str, source: str, *args: str, cancel: CancelScope | None = None)
     """
     owner = cancel if cancel is not None else CancelScope()
     try:
-        process = subprocess.Popen(
+        ran = run_owned(
             [python, "-c", source, *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # its own group: a timeout or a stop kills whatever it started too
+            owner,
+            ANSWER_TIMEOUT_S,
+            stdout_limit=ANSWER_LIMIT,
+            stderr_limit=64 * 1024,
         )
     except OSError as error:
         raise GpuDoctorError(f"--python {python}: cannot run it: {error.strerror or error}", hint=HINT) from error
-    assert process.stdout is not None and process.stderr is not None
-    readers = [TailReader(process.stdout, ANSWER_LIMIT), TailReader(process.stderr, 64 * 1024)]
-    for reader in readers:
-        reader.start()
-    try:
-        with owner.owning(process.pid):
-            try:
-                returncode: int | None = process.wait(timeout=ANSWER_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                returncode = None
-    finally:  # also on KeyboardInterrupt: nothing it started outlives the question
-        kill_group(process.pid)
-        process.wait()
-        for reader in readers:
-            reader.join(timeout=5)
-    if owner.cancelled:
-        raise Cancelled(owner.reason or "cancelled")
-    stdout, stderr = readers[0].data().decode("utf-8", "replace"), readers[1].text()
+    returncode, stdout, stderr = ran.returncode, ran.stdout.decode("utf-8", "replace"), ran.stderr
     name = redact_text(python)
     if returncode is None:
         raise GpuDoctorError(f"--python {name}: no answer within {ANSWER_TIMEOUT_S:g} s", hint=HINT)

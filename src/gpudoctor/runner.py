@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudoctor.caches import probe_environment, reserved_temp_dir
-from gpudoctor.cancel import CancelScope, kill_group
+from gpudoctor.cancel import CancelScope, kill_group, start_in_own_group
 from gpudoctor.capture import TailReader
 from gpudoctor.crashinfo import fatal_error, faulthandler_frames, signal_name, traceback_tail
 from gpudoctor.model import Device, Frame, Outcome, ProbeResult, ProbeSpec, StepTime
@@ -135,14 +135,9 @@ def run_probe(invocation: ProbeInvocation, cancel: CancelScope | None = None) ->
         env["PYTHONUNBUFFERED"] = "1"
         started = time.monotonic()
         try:
-            process = subprocess.Popen(
-                invocation.argv(),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                cwd=scratch,
-                start_new_session=True,  # own session and process group: the timeout kills grandchildren too
+            # Own session and process group: the timeout and a stop kill grandchildren too.
+            process = start_in_own_group(
+                invocation.argv(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=scratch
             )
         except OSError as error:
             return ProbeResult(

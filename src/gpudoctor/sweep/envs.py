@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gpudoctor.atomic import atomic_write
 from gpudoctor.bytecode import cache_dir
-from gpudoctor.cancel import Cancelled, CancelScope, kill_group
+from gpudoctor.cancel import CancelScope, run_owned
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.interpreter import site_packages
 from gpudoctor.inventory import package_versions
@@ -67,32 +67,16 @@ class NotBuilt:
     seconds: float
 
 
-def run_owned(
+def run_uv(
     argv: Sequence[str], cancel: CancelScope, timeout_s: float, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run a command in its own process group, owned by ``cancel`` (cancelling kills it at once, and raises
+    """Run a uv command in its own process group, owned by ``cancel`` (cancelling kills it at once, and raises
     Cancelled: the sweep was stopped while a build ran)."""
-    if cancel.cancelled:
-        raise Cancelled(cancel.reason or "stopped")
-    process = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=None if env is None else dict(env),
-        start_new_session=True,
-    )
-    with cancel.owning(process.pid):
-        try:
-            stdout, stderr = process.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            kill_group(process.pid)
-            stdout, stderr = process.communicate()
-            return subprocess.CompletedProcess(list(argv), -9, stdout, stderr + f"\n(killed after {timeout_s:g} s)")
-    if cancel.cancelled:
-        raise Cancelled(cancel.reason or "stopped")
-    return subprocess.CompletedProcess(list(argv), process.returncode, stdout, stderr)
+    ran = run_owned(argv, cancel, timeout_s, env=env)
+    stdout = ran.stdout.decode("utf-8", "replace")
+    if ran.returncode is None:
+        return subprocess.CompletedProcess(list(argv), -9, stdout, ran.stderr + f"\n(killed after {timeout_s:g} s)")
+    return subprocess.CompletedProcess(list(argv), ran.returncode, stdout, ran.stderr)
 
 
 _PATHS_SNIPPET = (
@@ -162,7 +146,7 @@ class EnvironmentBuilder:
             shutil.rmtree(env)  # an earlier build that did not complete, or another request
         self.root.mkdir(parents=True, exist_ok=True)
         uv_env = {**os.environ, "VIRTUAL_ENV": "", "UV_NO_PROGRESS": "1"}
-        created = run_owned(
+        created = run_uv(
             [self.uv, "venv", "--quiet", "--python", cell.python, str(env)], cancel, _BUILD_TIMEOUT_S, uv_env
         )
         if created.returncode != 0:
@@ -174,7 +158,7 @@ class EnvironmentBuilder:
         requirements = [f"{name}=={version}" for name, version in wanted.items() if inherited.get(name) != version]
         requirements += [name for name in extra if self.inherit is None]
         if requirements:
-            installed = run_owned(
+            installed = run_uv(
                 [self.uv, "pip", "install", "--quiet", "--python", str(_env_python(env)), *requirements],
                 cancel,
                 _BUILD_TIMEOUT_S,
