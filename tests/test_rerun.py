@@ -108,3 +108,26 @@ def test_runs_left_skipped_after_a_patch_name_the_outcomes_the_report_shows(
         "prerequisite custom-op/cpu was skipped, because dlpack/cpu failed"
     )
     assert contradicting_reasons(report) == []
+
+
+def test_the_recorded_torch_2_6_cell_carries_every_run_the_float8_patch_unblocked() -> None:
+    """A real sweep cell (torch 2.6.0 from the registry, MAX 26.7.0, this machine's CPU), recorded with this code:
+    max-import fails as the stack is; everything it kept from running ran with the patch and passed."""
+    import json
+
+    from conftest import TESTS
+
+    from gpudoctor.model import Report
+
+    document = json.loads((TESTS / "fixtures" / "sweep-cpu" / "py3.11_torch-2.6.0_max-26.7.0.json").read_text())
+    report = Report.from_dict(document)
+    assert report.environment.packages["torch"] == "2.6.0"
+    assert report.result("max-import").outcome is Outcome.FAIL  # type: ignore[union-attr]
+    carried = [r.id for r in report.results if r.patched]
+    assert carried == [
+        "graph-op/cpu", "custom-op-source", "custom-op/cpu",
+        "custom-op-compiled/cpu", "custom-op-via-graph/cpu", "custom-op-params/cpu",
+    ]  # fmt: skip
+    assert all(report.result(i).outcome is Outcome.PASS for i in carried)  # type: ignore[union-attr]
+    assert [r.id for r in report.results if r.outcome is Outcome.SKIPPED and r.device is not Device.CUDA] == []
+    assert contradicting_reasons(report) == []
