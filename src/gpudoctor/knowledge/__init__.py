@@ -16,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.kernelsection import KernelOp
+from gpudoctor.mechanisms import Rules, load_rules, mechanism_findings
 from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, Report
 from gpudoctor.protocol import DetailKey
 from gpudoctor.tomlcheck import checked_table, read_toml, string_list
@@ -39,6 +40,7 @@ _ISSUE_FIELDS = {
     "references",
     "patch",
     "shown",
+    "toolchain",
 }
 _EVIDENCE_FIELDS = {"probe", "outcome", "signal", "pattern", "detail"}
 
@@ -91,6 +93,7 @@ class KnownIssue:
     references: tuple[str, ...] = ()
     patch: str | None = None
     shown: str | None = None  # how the entry was shown: reproduced here, on the H100, or on its report's text only
+    toolchain: str | None = None  # whose errors it explains (mechanisms.toml): another toolchain's text never matches
 
 
 def _searchable(result: ProbeResult) -> str:
@@ -271,10 +274,13 @@ def _affected(issue: KnownIssue, environment: Environment) -> bool:
 def match_findings(report: Report, issues: Sequence[KnownIssue]) -> tuple[Finding, ...]:
     """Every known issue whose version constraints hold and whose evidence or predicate is in ``report``."""
     findings: list[Finding] = []
+    rules = load_rules()
     for issue in issues:
         if not _affected(issue, report.environment):
             continue
-        matched = [(ev, r) for ev in issue.evidence for r in report.results if ev.matches(r)]
+        matched = [
+            (ev, r) for ev in issue.evidence for r in report.results if ev.matches(r) and _emitted_by(issue, r, rules)
+        ]
         evidence = [ev.describe(r) for ev, r in matched]
         predicated = [seen for name in issue.predicates for seen in PREDICATES[name](report)]
         evidence += [text for text, _ in predicated]
@@ -294,7 +300,21 @@ def match_findings(report: Report, issues: Sequence[KnownIssue]) -> tuple[Findin
                     ),
                 )
             )
-    return tuple(findings)
+    explained: dict[str, list[str]] = {}
+    for finding in findings:
+        for run_id in finding.runs:
+            explained.setdefault(run_id, []).append(finding.id)
+    known_ids = {f.id for f in findings}
+    return (*findings, *(f for f in mechanism_findings(report, explained) if f.id not in known_ids))
+
+
+def _emitted_by(issue: KnownIssue, result: ProbeResult, rules: Rules) -> bool:
+    """Whether ``result``'s text may be the issue's: not when it carries the marks of another toolchain than the one
+    the issue explains (Triton's ptxas error is not the Mojo toolchain's, though the words are the same)."""
+    if issue.toolchain is None:
+        return True
+    emitter = rules.attribute(_searchable(result))
+    return emitter is None or emitter.id == issue.toolchain
 
 
 def _require_str(where: str, entry: Mapping[str, Any], key: str, optional: bool = False) -> str | None:
@@ -360,6 +380,10 @@ def _issue(where: str, entry: Any) -> KnownIssue:
     shown = _require_str(where, entry, "shown", optional=True)
     if shown is not None and shown not in SHOWN:
         raise GpuDoctorError(f"{where}: field 'shown' must be one of {', '.join(SHOWN)}")
+    toolchain = _require_str(where, entry, "toolchain", optional=True)
+    known_toolchains = {t.id for t in load_rules().toolchains}
+    if toolchain is not None and toolchain not in known_toolchains:
+        raise GpuDoctorError(f"{where}: field 'toolchain' must be one of {', '.join(sorted(known_toolchains))}")
     return KnownIssue(
         id=str(issue_id),
         title=str(_require_str(where, entry, "title")),
@@ -372,6 +396,7 @@ def _issue(where: str, entry: Any) -> KnownIssue:
         references=references,
         patch=_require_str(where, entry, "patch", optional=True),
         shown=shown,
+        toolchain=toolchain,
     )
 
 

@@ -1,0 +1,44 @@
+"""Print how the knowledge base does on the field corpus (tests/field_corpus): per stack, recognised with the right
+explanation, missed, and misattributed; then every miss with what was found instead.
+
+    .venv/bin/python scripts/field_corpus.py
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from test_field_corpus import CORPUS, EXPECTED, findings_for, wrong_attributions  # noqa: E402
+
+
+def main() -> None:
+    totals: Counter[str] = Counter()
+    right: Counter[str] = Counter()
+    wrong: Counter[str] = Counter()
+    misses = []
+    for report in CORPUS:
+        stack = report["stack"]
+        found = findings_for(report["quote"])
+        totals[stack] += 1
+        if set(EXPECTED[report["id"]]["expect"]) & found:
+            right[stack] += 1
+        else:
+            misses.append(f"  {report['id']} ({report['source']}): found {sorted(found) or 'nothing'}")
+        if wrong_attributions(report["id"], found):
+            wrong[stack] += 1
+    print(f"{'stack':<18} {'reports':>7} {'recognised':>10} {'misattributed':>13}")
+    for stack in sorted(totals):
+        print(f"{stack:<18} {totals[stack]:>7} {right[stack]:>10} {wrong[stack]:>13}")
+    total = sum(totals.values())
+    print(f"{'all':<18} {total:>7} {sum(right.values()):>10} {sum(wrong.values()):>13}"
+          f"   ({100 * sum(right.values()) / total:.0f} % recognised)")
+    print("missed:")
+    print("\n".join(misses) or "  none")
+
+
+if __name__ == "__main__":
+    main()
