@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from test_field_corpus import CORPUS, EXPECTED, findings_for, wrong_attributions  # noqa: E402
+from test_field_corpus import CORPUS, EXPECTED, findings_for, wrong_attributions
 
 
 def main() -> None:

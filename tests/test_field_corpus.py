@@ -6,10 +6,10 @@ failing output of a program on the recorded H100 machine, as `gpudoctor kernel` 
 from __future__ import annotations
 
 import json
-import tomllib
 from collections import Counter
 
 import pytest
+import tomllib
 from conftest import ROOT, TESTS
 
 from gpudoctor.knowledge import load_known_issues, match_findings
