@@ -207,3 +207,43 @@ def test_packages_installed_without_bytecode_are_a_notice_only_where_python_may_
     assert findings({"PYTHONDONTWRITEBYTECODE": ""}) == {}  # Python writes it beside the sources on first import
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(site)], check=True, env=env)
     assert findings({}) == {}  # compiled once, where the image is built: the fix
+
+
+def test_declared_requirements_that_installed_packages_do_not_meet_agree_with_pip_check(tmp_path: Path) -> None:
+    """A real environment with real wheels installed without their dependencies (rich beside a markdown-it-py older
+    than it declares, pygments and attrs absent): the pre-flight finding names the same pairs `pip check` does, from
+    metadata read in that interpreter, markers evaluated for it."""
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", str(env)], check=True, timeout=300)
+    python = str(env / "bin" / "python")
+    installed = subprocess.run(
+        [python, "-m", "pip", "install", "-q", "--no-deps", "rich", "markdown-it-py<2"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    checked = subprocess.run([python, "-m", "pip", "check"], capture_output=True, text=True, timeout=120, check=False)
+    said_by_pip = set()
+    for line in checked.stdout.splitlines():
+        words = line.split()
+        if " requires " in line:  # "rich 15.0.0 requires pygments, which is not installed."
+            said_by_pip.add((words[0], words[3].rstrip(",")))
+        elif " has requirement " in line:  # "rich 15.0.0 has requirement markdown-it-py>=2.2.0, but you have ..."
+            said_by_pip.add((words[0], line.split(", but you have ")[1].split()[0]))
+    assert ("rich", "markdown-it-py") in said_by_pip and len(said_by_pip) >= 3
+
+    completed = subprocess.run(
+        [sys.executable, "-m", "gpudoctor", "--python", python, "--json", "--no-probes"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    document = json.loads(completed.stdout)
+    validate_report(document)
+    unmet = document["environment"]["stack"]["requirements_unmet"]
+    assert {(u["package"], u["needs"]) for u in unmet} == said_by_pip
+    (finding,) = [f for f in document["findings"] if f["id"] == "requirement-not-met-preflight"]
+    assert finding["severity"] == "problem" and completed.returncode == 1
+    assert any(e.startswith("rich ") and ", but markdown-it-py 1." in e for e in finding["evidence"])
+    # the doctor's own environment is consistent: nothing to report there
+    own = subprocess.run(
+        [sys.executable, "-m", "gpudoctor", "--json", "--no-probes"], capture_output=True, text=True, timeout=120
+    )
+    assert json.loads(own.stdout)["environment"]["stack"]["requirements_unmet"] == []

@@ -21,6 +21,7 @@ from gpudoctor.interpreter import ask, check_cpython
 from gpudoctor.model import Environment, Platform
 from gpudoctor.nvml import driver_files, query_driver
 from gpudoctor.redact import redact_text
+from gpudoctor.requirements import unmet_requirements
 
 # Distribution names, as pip knows them, whose versions decide whether a custom op works.
 PACKAGES: tuple[str, ...] = (
@@ -129,8 +130,48 @@ def stack_facts():
             continue
         if sources and not any("%s.%s.pyc" % (n, tag) in compiled for n in sources):
             no_bytecode.append(name)
+    # Every distribution on the path with its declared requirements (Requires-Dist, read from the METADATA headers
+    # without importing anything), and the values markers are evaluated with: the doctor checks them (pip check).
+    distributions = {}
+    for entry in search:
+        try:
+            names = [n for n in os.listdir(entry) if n.endswith(".dist-info")]
+        except OSError:
+            continue
+        for folder in names:
+            name, version, requires = None, None, []
+            try:
+                with open(os.path.join(entry, folder, "METADATA"), encoding="utf-8", errors="replace") as handle:
+                    for line in handle:
+                        if not line.strip():
+                            break
+                        key, _, value = line.partition(":")
+                        if key == "Name":
+                            name = value.strip()
+                        elif key == "Version":
+                            version = value.strip()
+                        elif key == "Requires-Dist":
+                            requires.append(value.strip())
+            except (IOError, OSError):
+                continue
+            if name and version and name.lower() not in distributions:  # the first on the path is the one imported
+                distributions[name.lower()] = [name, version, requires]
+    import platform as _platform
+    markers = {
+        "implementation_name": sys.implementation.name,
+        "implementation_version": "%d.%d.%d" % tuple(sys.implementation.version[:3]),
+        "os_name": os.name,
+        "platform_machine": _platform.machine(),
+        "platform_release": _platform.release(),
+        "platform_system": _platform.system(),
+        "platform_version": _platform.version(),
+        "python_full_version": _platform.python_version(),
+        "platform_python_implementation": _platform.python_implementation(),
+        "python_version": "%d.%d" % sys.version_info[:2],
+        "sys_platform": sys.platform,
+    }
     return {"modules": modules, "shadowing": shadowing, "site_packages": sites, "torch_cuda": torch_cuda,
-            "no_bytecode": no_bytecode}
+            "no_bytecode": no_bytecode, "distributions": list(distributions.values()), "markers": markers}
 """
 
 # Runs inside the examined interpreter: metadata only, compatible with old Pythons, prints one JSON line.
@@ -181,6 +222,7 @@ def _redacted_stack(facts: Any) -> dict[str, Any]:
         "site_packages": [redact_text(str(p)) for p in sites],
         "torch_cuda": None if torch_cuda is None else str(torch_cuda),
         "no_bytecode": [str(n) for n in facts.get("no_bytecode") or [] if isinstance(n, str)],
+        "requirements_unmet": unmet_requirements(facts.get("distributions"), facts.get("markers")),
     }
 
 

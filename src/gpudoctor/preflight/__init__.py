@@ -118,6 +118,23 @@ def mixed_generations(environment: Environment, rule: Rule) -> Found | None:
     return {"pairs": "; ".join(pairs), "max": str(packages.get("max") or "X")}, pairs
 
 
+def requirements_unmet(environment: Environment, rule: Rule) -> Found | None:
+    """Requirements installed distributions declare that the installed ones do not meet (read by the inventory from
+    the examined interpreter's metadata, as pip check reads them)."""
+    unmet = environment.stack.get("requirements_unmet")
+    if not isinstance(unmet, list) or not unmet:
+        return None
+    lines = []
+    for entry in unmet:
+        if isinstance(entry, dict):
+            have, wanted = entry.get("installed"), entry.get("requirement")
+            what = "which is not installed" if have is None else f"but {entry.get('needs')} {have} is installed"
+            lines.append(f"{entry.get('package')} {entry.get('version')} requires {wanted}, {what}")
+    first = unmet[0] if isinstance(unmet[0], dict) else {}
+    return {"pairs": "; ".join(lines[:3]) + (f"; and {len(lines) - 3} more" if len(lines) > 3 else ""),
+            "requirement": str(first.get("requirement"))}, lines  # fmt: skip
+
+
 def driver_vs_library(environment: Environment, rule: Rule) -> Found | None:
     """The loaded kernel module and the user-space NVML library must be one driver release."""
     module, library = environment.stack.get("kernel_module"), environment.stack.get("nvml_library")
@@ -253,6 +270,7 @@ CHECKS: Mapping[str, Callable[[Environment, Rule], Found | None]] = {
     "shadowing_libraries": shadowing_libraries,
     "shadowed_modules": shadowed_modules,
     "mixed_generations": mixed_generations,
+    "requirements_unmet": requirements_unmet,
 }
 
 

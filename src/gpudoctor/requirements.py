@@ -1,0 +1,66 @@
+"""Declared requirements against what is installed: what `pip check` does, from the examined interpreter's metadata
+(every distribution's Requires-Dist, its markers evaluated with that interpreter's values), importing nothing.
+
+A pure function of the facts the inventory gathered; the pre-flight rule `requirement-not-met` reports its result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+MAX_REPORTED = 40  # an environment broken this much needs `pip check` itself, not a longer report
+
+
+def unmet_requirements(distributions: Any, markers: Any) -> list[dict[str, str | None]]:
+    """Each requirement an installed distribution declares (for no extra) that the installed distributions do not
+    meet, as ``{"package", "version", "requirement", "needs", "installed"}``: ``needs`` names the required
+    distribution, ``installed`` its installed version (None when it is absent). ``distributions`` is
+    ``[[name, version, [requires-dist, ...]], ...]`` as the inventory read them."""
+    if not isinstance(distributions, list) or not isinstance(markers, dict):
+        return []
+    environment = {str(k): str(v) for k, v in markers.items()} | {"extra": ""}
+    installed: dict[str, str] = {}
+    declared: list[tuple[str, str, list[Any]]] = []
+    for entry in distributions:
+        if isinstance(entry, list) and len(entry) == 3 and all(isinstance(x, str) for x in entry[:2]):
+            installed.setdefault(canonicalize_name(entry[0]), entry[1])
+            declared.append((entry[0], entry[1], entry[2] if isinstance(entry[2], list) else []))
+    unmet: list[dict[str, str | None]] = []
+    for name, version, requires in sorted(declared, key=lambda d: canonicalize_name(d[0])):
+        for text in requires:
+            problem = _unmet(str(text), environment, installed)
+            if problem is not None:
+                requirement, needs, have = problem
+                unmet.append(
+                    {"package": name, "version": version, "requirement": requirement, "needs": needs, "installed": have}
+                )
+    return unmet[:MAX_REPORTED]
+
+
+def _unmet(
+    text: str, environment: Mapping[str, str], installed: Mapping[str, str]
+) -> tuple[str, str, str | None] | None:
+    try:
+        requirement = Requirement(text)
+        if requirement.marker is not None and not requirement.marker.evaluate(dict(environment)):
+            return None
+    except (InvalidRequirement, InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        return None  # a requirement pip itself could not read says nothing here
+    have = installed.get(canonicalize_name(requirement.name))
+    shown = f"{requirement.name}{requirement.specifier}" if requirement.specifier else requirement.name
+    if have is None:
+        return shown, requirement.name, None
+    if not requirement.specifier:
+        return None
+    try:
+        if requirement.specifier.contains(Version(have), prereleases=True):
+            return None
+    except InvalidVersion:
+        return None
+    return shown, requirement.name, have
