@@ -247,3 +247,30 @@ def test_declared_requirements_that_installed_packages_do_not_meet_agree_with_pi
         [sys.executable, "-m", "gpudoctor", "--json", "--no-probes"], capture_output=True, text=True, timeout=120
     )
     assert json.loads(own.stdout)["environment"]["stack"]["requirements_unmet"] == []
+
+
+def test_device_nodes_are_read_from_dev_and_a_missing_nvidia_uvm_explains_cuda_unknown_error(tmp_path: Path) -> None:
+    """The nodes read from a real folder (this machine's /dev has none: no driver, no finding); on the recorded H100
+    environment, NVML answering without /dev/nvidia-uvm is the pre-flight problem that explains CUDA's 999."""
+    from gpudoctor.nvml import device_nodes
+
+    for name in ("nvidiactl", "nvidia0", "nvidia-modeset", "null"):
+        (tmp_path / name).write_text("")
+    assert device_nodes(tmp_path) == {"present": ["nvidia-modeset", "nvidia0", "nvidiactl"], "inaccessible": []}
+    assert device_nodes(tmp_path / "absent") == {"present": [], "inaccessible": []}
+
+    h100 = Report.from_dict(json.loads(H100.read_text())).environment
+    without_uvm = dataclasses.replace(h100, stack={**h100.stack, "device_nodes": device_nodes(tmp_path)})
+    (finding,) = [f for f in preflight(without_uvm) if f.id == "device-nodes-missing-preflight"]
+    assert finding.evidence == ("/dev/nvidia-uvm is missing",) and finding.severity == "problem"
+    (tmp_path / "nvidia-uvm").write_text("")
+    complete = dataclasses.replace(h100, stack={**h100.stack, "device_nodes": device_nodes(tmp_path)})
+    assert "device-nodes-missing-preflight" not in {f.id for f in preflight(complete)}
+    closed = dataclasses.replace(
+        h100, stack={**h100.stack, "device_nodes": {"present": ["nvidia-uvm", "nvidia0", "nvidiactl"],
+                                                    "inaccessible": ["nvidia0"]}}
+    )  # fmt: skip  (root opens everything here, so a closed node is given as data)
+    (finding,) = [f for f in preflight(closed) if f.id == "device-nodes-missing-preflight"]
+    assert finding.evidence == ("/dev/nvidia0 cannot be opened by this user",)
+    assert "device-nodes-missing-preflight" not in {f.id for f in preflight(dataclasses.replace(
+        without_uvm, driver=Driver(status="no NVIDIA driver")))}  # fmt: skip

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from gpudoctor.model import Driver, Gpu
@@ -83,9 +84,26 @@ def loaded_library_version(maps: str = "/proc/self/maps") -> str | None:
     return None
 
 
-def driver_files() -> dict[str, str | None]:
-    """The kernel module's and the NVML library's versions, for the pre-flight check that compares them."""
-    return {"kernel_module": kernel_module_version(), "nvml_library": loaded_library_version()}
+def driver_files() -> dict[str, Any]:
+    """The kernel module's and the NVML library's versions, for the pre-flight check that compares them, and the
+    driver's device nodes."""
+    return {
+        "kernel_module": kernel_module_version(),
+        "nvml_library": loaded_library_version(),
+        "device_nodes": device_nodes(),
+    }
+
+
+def device_nodes(root: Path = Path("/dev")) -> dict[str, list[str]]:
+    """The NVIDIA device nodes in ``root`` (nvidiactl, nvidia-uvm, nvidia0, ...) and those this user cannot open for
+    reading and writing. CUDA needs nvidiactl, a node per GPU and nvidia-uvm; NVML (nvidia-smi) does without
+    nvidia-uvm, so a machine whose NVML answers can still fail cuInit with "unknown error" (999)."""
+    try:
+        names = sorted(n for n in os.listdir(root) if n.startswith("nvidia"))
+    except OSError:
+        names = []
+    inaccessible = [n for n in names if not os.access(root / n, os.R_OK | os.W_OK)]
+    return {"present": names, "inaccessible": inaccessible}
 
 
 def query_driver() -> Driver:

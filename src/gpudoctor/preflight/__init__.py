@@ -135,6 +135,21 @@ def requirements_unmet(environment: Environment, rule: Rule) -> Found | None:
             "requirement": str(first.get("requirement"))}, lines  # fmt: skip
 
 
+def device_nodes(environment: Environment, rule: Rule) -> Found | None:
+    """A driver NVML answers for, but the device nodes CUDA opens absent or closed to this user."""
+    nodes = environment.stack.get("device_nodes")
+    if not environment.driver.available or not environment.driver.gpus or not isinstance(nodes, dict):
+        return None
+    present, closed = set(nodes.get("present") or ()), list(nodes.get("inaccessible") or ())
+    missing = [n for n in ("nvidiactl", "nvidia-uvm") if n not in present]
+    if not any(n.removeprefix("nvidia").isdigit() for n in present):
+        missing.append("nvidia0 (a node per GPU)")
+    if not missing and not closed:
+        return None
+    lines = [f"/dev/{n} is missing" for n in missing] + [f"/dev/{n} cannot be opened by this user" for n in closed]
+    return {"nodes": ", ".join(f"/dev/{n}" for n in (missing + closed))}, lines
+
+
 def driver_vs_library(environment: Environment, rule: Rule) -> Found | None:
     """The loaded kernel module and the user-space NVML library must be one driver release."""
     module, library = environment.stack.get("kernel_module"), environment.stack.get("nvml_library")
@@ -271,6 +286,7 @@ CHECKS: Mapping[str, Callable[[Environment, Rule], Found | None]] = {
     "shadowed_modules": shadowed_modules,
     "mixed_generations": mixed_generations,
     "requirements_unmet": requirements_unmet,
+    "device_nodes": device_nodes,
 }
 
 
