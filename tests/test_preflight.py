@@ -274,3 +274,55 @@ def test_device_nodes_are_read_from_dev_and_a_missing_nvidia_uvm_explains_cuda_u
     assert finding.evidence == ("/dev/nvidia0 cannot be opened by this user",)
     assert "device-nodes-missing-preflight" not in {f.id for f in preflight(dataclasses.replace(
         without_uvm, driver=Driver(status="no NVIDIA driver")))}  # fmt: skip
+
+
+def test_cuda_libraries_are_resolved_as_the_loader_would_and_a_package_missing_its_library_is_named(
+    tmp_path: Path,
+) -> None:
+    """Real files: pip's real nvidia-cuda-runtime-cu12 wheel in a fresh environment, a folder on LD_LIBRARY_PATH
+    with another libcudart.so.12 (a symlink to a versioned file, as toolkits lay it out), and this machine's real
+    ld.so cache. The loader's pick (LD_LIBRARY_PATH first), the file it really opens, pip's copy and whether they
+    are one file; then CuPy for CUDA 12 without any libnvrtc.so.12 is a pre-flight problem naming it."""
+    from gpudoctor.libraries import ld_cache, library_facts
+
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=300)
+    site = next((env / "lib").glob("python3*/site-packages"))
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), "nvidia-cuda-runtime-cu12"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    pip_copy = site / "nvidia" / "cuda_runtime" / "lib" / "libcudart.so.12"
+    assert pip_copy.is_file()
+    toolkit = tmp_path / "toolkit" / "lib64"
+    toolkit.mkdir(parents=True)
+    shutil.copy(pip_copy, toolkit / "libcudart.so.12.9.79")
+    (toolkit / "libcudart.so.12").symlink_to("libcudart.so.12.9.79")
+
+    facts = library_facts([str(site)], environ={"LD_LIBRARY_PATH": str(toolkit)}, cache={})
+    assert facts["libcudart.so.12"] == {
+        "loader": str(toolkit / "libcudart.so.12"), "via": "LD_LIBRARY_PATH", "file": "libcudart.so.12.9.79",
+        "pip": str(pip_copy), "same_file": False,
+    }  # fmt: skip
+    alone = library_facts([str(site)], environ={}, cache={})["libcudart.so.12"]
+    assert alone["loader"] is None and alone["pip"] == str(pip_copy)
+    cache = ld_cache()  # this machine's real cache: whatever it lists is found through it, unless LD_LIBRARY_PATH
+    for name, fact in library_facts([], environ={}, cache=cache).items():
+        assert fact["via"] in ("ld.so cache", "default folder") and (fact["via"] != "ld.so cache" or name in cache)
+
+    h100 = Report.from_dict(json.loads(H100.read_text())).environment
+    with_cupy = dataclasses.replace(
+        h100,
+        packages={**h100.packages, "cupy-cuda12x": "13.6.0"},
+        stack={**h100.stack, "libraries": library_facts([str(site)], environ={}, cache={})},
+    )
+    (finding,) = [f for f in preflight(with_cupy) if f.id == "library-for-package-not-found-preflight"]
+    assert finding.evidence == (
+        "cupy-cuda12x 13.6.0 needs libnvrtc.so.12: the loader does not find it and no pip wheel has it",
+    )
+    assert "libnvrtc.so.12" in finding.title
+    fixed = dataclasses.replace(
+        with_cupy, stack={**with_cupy.stack, "libraries": {"libnvrtc.so.12": {"pip": "/x/libnvrtc.so.12"}}}
+    )
+    assert "library-for-package-not-found-preflight" not in {f.id for f in preflight(fixed)}

@@ -18,6 +18,7 @@ from typing import Any
 from gpudoctor.cancel import CancelScope
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.interpreter import ask, check_cpython
+from gpudoctor.libraries import library_facts
 from gpudoctor.model import Environment, Platform
 from gpudoctor.nvml import driver_files, query_driver
 from gpudoctor.redact import redact_text
@@ -38,6 +39,10 @@ PACKAGES: tuple[str, ...] = (
     "cffi",
     "numpy",
     "triton",
+    "cupy-cuda11x",
+    "cupy-cuda12x",
+    "cupy-cuda13x",
+    "numba-cuda",
     "nvidia-ml-py",
 )
 
@@ -302,7 +307,8 @@ def collect_environment(
         packages = _local_packages(names)
         python_version = platform.python_version()
         implementation = platform.python_implementation()
-        stack = _redacted_stack(_local_stack_facts())
+        raw_stack: Any = _local_stack_facts()
+        stack = _redacted_stack(raw_stack)
     else:
         facts = _remote_facts(python, names, cancel)
         raw = facts["packages"]
@@ -310,7 +316,13 @@ def collect_environment(
         packages = {str(k): (None if v is None else str(v)) for k, v in raw.items()}
         python_version = str(facts["python"])
         implementation = str(facts["implementation"])
-        stack = _redacted_stack(facts.get("stack"))
+        raw_stack = facts.get("stack") or {}
+        stack = _redacted_stack(raw_stack)
+    sites = raw_stack.get("site_packages") if isinstance(raw_stack, dict) else None
+    stack["libraries"] = {
+        name: {key: redact_text(value) if isinstance(value, str) else value for key, value in fact.items()}
+        for name, fact in library_facts([str(s) for s in sites or [] if isinstance(s, str)]).items()
+    }
     host = Platform(
         python=python_version,
         python_implementation=implementation,

@@ -32,6 +32,7 @@ _TABLE_KEYS: Mapping[str, set[str]] = {
     "driver_floor": {"package", "versions", "driver", "cuda", "source"},
     "torch_arch_list": {"torch", "cuda", "archs", "source"},
     "toolchain_min_capability": {"package", "versions", "capability", "source"},
+    "package_libraries": {"package", "library", "why"},
 }
 
 
@@ -148,6 +149,27 @@ def device_nodes(environment: Environment, rule: Rule) -> Found | None:
         return None
     lines = [f"/dev/{n} is missing" for n in missing] + [f"/dev/{n} cannot be opened by this user" for n in closed]
     return {"nodes": ", ".join(f"/dev/{n}" for n in (missing + closed))}, lines
+
+
+def package_libraries(environment: Environment, rule: Rule) -> Found | None:
+    """A package installed whose CUDA library (the rule's table: package, library) neither the dynamic loader nor
+    pip's nvidia-* wheels provide; libcuda.so only where a driver is installed (without one, nothing needs it)."""
+    libraries = environment.stack.get("libraries")
+    if not isinstance(libraries, dict):
+        return None
+    lines, names = [], []
+    for row in rule.data.get("table", ()):
+        package, library = row["package"], row["library"]
+        version = environment.packages.get(package)
+        if not version or library in libraries:
+            continue
+        if library.startswith("libcuda.") and "libcuda.so.1" not in libraries:
+            continue  # no driver library at all: the driver checks say so
+        lines.append(f"{package} {version} needs {library}: the loader does not find it and no pip wheel has it")
+        names.append(library)
+    if not lines:
+        return None
+    return {"libraries": ", ".join(dict.fromkeys(names))}, lines
 
 
 def driver_vs_library(environment: Environment, rule: Rule) -> Found | None:
@@ -287,6 +309,7 @@ CHECKS: Mapping[str, Callable[[Environment, Rule], Found | None]] = {
     "mixed_generations": mixed_generations,
     "requirements_unmet": requirements_unmet,
     "device_nodes": device_nodes,
+    "package_libraries": package_libraries,
 }
 
 
