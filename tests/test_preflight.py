@@ -41,7 +41,9 @@ def test_a_shadowing_module_and_libraries_on_ld_library_path_are_found_before_an
     env = {**os.environ, "LD_LIBRARY_PATH": str(libs), "PYTHONDONTWRITEBYTECODE": ""}
     code, document = _doctor_in(tmp_path, env)
     findings = {f["id"]: f for f in document["findings"]}  # type: ignore[union-attr]
-    assert set(findings) == {"library-on-ld-library-path", "module-shadows-package"}
+    nvcc_cuda = document["environment"]["stack"]["build"]["nvcc_cuda"]  # type: ignore[index]
+    also = {"cpp-extension-cuda-mismatch-preflight"} if nvcc_cuda and not nvcc_cuda.startswith("12.") else set()
+    assert set(findings) == {"library-on-ld-library-path", "module-shadows-package"} | also  # (the fake torch: 12.8)
     assert findings["library-on-ld-library-path"]["evidence"] == [f"LD_LIBRARY_PATH holds {libs}/libnvJitLink.so.12"]
     assert findings["module-shadows-package"]["evidence"] == [
         f"import torch resolves to {tmp_path}/torch/__init__.py, outside site-packages"
@@ -326,3 +328,56 @@ def test_cuda_libraries_are_resolved_as_the_loader_would_and_a_package_missing_i
         with_cupy, stack={**with_cupy.stack, "libraries": {"libnvrtc.so.12": {"pip": "/x/libnvrtc.so.12"}}}
     )
     assert "library-for-package-not-found-preflight" not in {f.id for f in preflight(fixed)}
+
+
+def test_extension_build_facts_are_read_from_the_real_toolkit_and_torch_and_judged(tmp_path: Path) -> None:
+    """The CUDA toolkit found as torch.utils.cpp_extension finds it (this machine's real nvcc, when it has one),
+    its release and the newest gcc its host_config.h accepts, the real gcc, and the arch names the installed torch's
+    cpp_extension.py lists; then the checks: nvcc's CUDA against torch's, gcc against the toolkit, the arch list."""
+    import importlib.util
+
+    from gpudoctor.buildtools import build_facts, find_cuda_home, torch_arch_names
+
+    spec = importlib.util.find_spec("torch")
+    assert spec is not None and spec.origin is not None
+    torch_folder = str(Path(spec.origin).parent)
+    names = torch_arch_names(torch_folder)
+    assert names is not None and "9.0+PTX" in names and "Hopper" in names and "13.5" not in names
+    assert find_cuda_home({"CUDA_HOME": "/opt/cuda-x", "PATH": ""}) == "/opt/cuda-x"
+    empty = build_facts({"CUDA_HOME": str(tmp_path), "PATH": "/nonexistent"}, torch_folder, None)
+    assert empty["nvcc"] is None and empty["nvcc_cuda"] is None and empty["host_compiler"] is None
+
+    real = build_facts(dict(os.environ), torch_folder, None)
+    if real["nvcc"] is None:  # a machine without a CUDA toolkit: what it finds is nothing, as torch would
+        assert real["nvcc_cuda"] is None
+    else:
+        said = subprocess.run([real["nvcc"], "--version"], capture_output=True, text=True, check=True).stdout
+        assert f"release {real['nvcc_cuda']}," in said
+        assert isinstance(real["newest_host_gcc"], int) and real["newest_host_gcc"] >= 11
+    gcc = shutil.which("gcc")
+    if gcc is not None:
+        version = subprocess.run([gcc, "-dumpversion"], capture_output=True, text=True, check=True).stdout
+        assert real["host_compiler"] == "gcc" and real["host_compiler_major"] == int(version.split(".")[0])
+
+    recorded = Report.from_dict(json.loads(H100.read_text())).environment  # torch 2.11.0+cu130 (recorded before
+    h100 = dataclasses.replace(recorded, stack={**recorded.stack, "torch_cuda": "13.0"})  # stack facts had torch_cuda)
+    build = {"nvcc": "/usr/local/cuda/bin/nvcc", "cuda_home": "/usr/local/cuda", "nvcc_cuda": "13.0",
+             "host_compiler": "gcc", "host_compiler_major": 12, "newest_host_gcc": 15, "ninja": True,
+             "setuptools": True, "arch_names": names}  # fmt: skip
+
+    def ids(stack: dict[str, object], env_vars: dict[str, str] | None = None) -> set[str]:
+        environment = dataclasses.replace(h100, stack={**h100.stack, **stack}, env_vars=env_vars or {})
+        return {f.id for f in preflight(environment)}
+
+    assert not ids({"build": build}) & {
+        "cpp-extension-cuda-mismatch-preflight", "host-compiler-unsupported-preflight",
+        "cuda-arch-list-invalid-preflight", "extension-build-tools-missing-preflight",
+    }  # fmt: skip
+    assert "cpp-extension-cuda-mismatch-preflight" in ids({"build": build, "torch_cuda": "12.4"})
+    assert "host-compiler-unsupported-preflight" in ids({"build": {**build, "host_compiler_major": 16}})
+    assert "cuda-arch-list-invalid-preflight" in ids({"build": build}, {"TORCH_CUDA_ARCH_LIST": "8.6;13.5"})
+    assert "cuda-arch-list-invalid-preflight" not in ids({"build": build}, {"TORCH_CUDA_ARCH_LIST": "8.6 Hopper"})
+    bare = {**build, "nvcc": None, "ninja": False, "setuptools": False}
+    missing = [f for f in preflight(dataclasses.replace(h100, stack={**h100.stack, "build": bare}))
+               if f.id == "extension-build-tools-missing-preflight"]  # fmt: skip
+    assert missing and len(missing[0].evidence) == 3

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gpudoctor.buildtools import build_facts
 from gpudoctor.cancel import CancelScope
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.interpreter import ask, check_cpython
@@ -319,6 +320,16 @@ def collect_environment(
         raw_stack = facts.get("stack") or {}
         stack = _redacted_stack(raw_stack)
     sites = raw_stack.get("site_packages") if isinstance(raw_stack, dict) else None
+    modules = raw_stack.get("modules") if isinstance(raw_stack, dict) else None
+    torch_at = modules.get("torch") if isinstance(modules, dict) else None
+    torch_folder = None
+    if isinstance(torch_at, str):
+        torch_folder = torch_at if os.path.isdir(torch_at) else os.path.dirname(torch_at)
+    build = build_facts(os.environ, torch_folder, os.path.dirname(python))
+    distributions = raw_stack.get("distributions") if isinstance(raw_stack, dict) else None
+    if isinstance(distributions, list):
+        build["setuptools"] = any(isinstance(d, list) and str(d[0]).lower() == "setuptools" for d in distributions)
+    stack["build"] = {k: redact_text(v) if isinstance(v, str) else v for k, v in build.items()}
     stack["libraries"] = {
         name: {key: redact_text(value) if isinstance(value, str) else value for key, value in fact.items()}
         for name, fact in library_facts([str(s) for s in sites or [] if isinstance(s, str)]).items()
