@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from typing import Any
 
 import pytest
 import tomllib
@@ -18,6 +19,8 @@ from gpudoctor.model import Device, Outcome, ProbeResult, Report
 
 CORPUS = tomllib.loads((TESTS / "field_corpus" / "corpus.toml").read_text())["report"]
 EXPECTED = tomllib.loads((TESTS / "field_corpus" / "expected.toml").read_text())
+HELDOUT = tomllib.loads((TESTS / "field_corpus" / "heldout.toml").read_text())["report"]
+HELDOUT_EXPECTED = tomllib.loads((TESTS / "field_corpus" / "heldout-expected.toml").read_text())
 H100 = Report.from_dict(json.loads((ROOT / "tests" / "fixtures" / "h100-suite-report.json").read_text()))
 ISSUES = load_known_issues()
 MECHANISMS = {m.id for m in load_rules().mechanisms}
@@ -44,10 +47,10 @@ def _toolchain_of(finding_id: str) -> tuple[str, str | None]:
     return finding_id, None
 
 
-def wrong_attributions(report_id: str, found: set[str]) -> list[str]:
+def wrong_attributions(report_id: str, found: set[str], judged: dict[str, Any] | None = None) -> list[str]:
     """Findings that blame another toolchain than the expected one for the same mechanism, or that the expectation
     names as wrong."""
-    expected = EXPECTED[report_id]
+    expected = (judged or EXPECTED)[report_id]
     wrong = sorted(found & set(expected.get("must_not", [])))
     wanted = {_toolchain_of(e) for e in expected["expect"]}
     for finding_id in found:
