@@ -24,7 +24,8 @@ MAX_RULES_BYTES = 1024 * 1024
 UNIDENTIFIED = "an unidentified toolchain"
 _TOOLCHAIN_FIELDS = {"id", "name", "evidence"}
 _MECHANISM_FIELDS = {
-    "id", "title", "severity", "toolchains", "implied", "patterns", "explanation", "fix", "fixes", "explained_by"
+    "id", "title", "severity", "toolchains", "implied", "patterns", "unless", "explanation", "fix", "fixes",
+    "explained_by",
 }  # fmt: skip
 
 
@@ -50,12 +51,15 @@ class Mechanism:
     toolchains: tuple[str, ...]
     implied: str | None
     patterns: tuple[re.Pattern[str], ...]
+    unless: tuple[re.Pattern[str], ...]
     explanation: str
     fix: str
     fixes: Mapping[str, str]
     explained_by: tuple[str, ...]
 
     def search(self, text: str) -> re.Match[str] | None:
+        if any(pattern.search(text) for pattern in self.unless):
+            return None  # the words are this mechanism's, the consumer another's
         return next((found for pattern in self.patterns if (found := pattern.search(text))), None)
 
 
@@ -120,6 +124,7 @@ def load_rules(path: Path = RULES) -> Rules:
                 toolchains=allowed,
                 implied=implied if isinstance(implied, str) else None,
                 patterns=_patterns(where, string_list(where, table, "patterns")),
+                unless=_patterns(where, string_list(where, table, "unless")),
                 explanation=_text(where, table, "explanation"),
                 fix=_text(where, table, "fix"),
                 fixes=dict(fixes),
