@@ -25,6 +25,11 @@ KNOWN_ISSUES = Path(__file__).with_name("known_issues.toml")
 MAX_KNOWN_ISSUES_BYTES = 1024 * 1024
 KERNEL_PROBE = "kernel"  # `gpudoctor kernel`: the user's package
 CONTROL_PROBE = "custom-op"  # the control kernel run next to it
+# gpudoctor's probes that run MAX (catalog.toml: needs max): their errors come from MAX's toolchain
+MAX_PROBES = frozenset({
+    "max-import", "dlpack", "graph-op", "custom-op", "custom-op-source", "custom-op-compiled", "custom-op-via-graph",
+    "custom-op-params", KERNEL_PROBE,
+})  # fmt: skip
 SEVERITIES = ("problem", "notice")
 ANY_PROBE = "*"
 SHOWN = ("reproduced here", "on the H100", "text only")
@@ -272,7 +277,8 @@ def _affected(issue: KnownIssue, environment: Environment) -> bool:
 
 
 def match_findings(report: Report, issues: Sequence[KnownIssue]) -> tuple[Finding, ...]:
-    """Every known issue whose version constraints hold and whose evidence or predicate is in ``report``."""
+    """Every known issue whose version constraints hold and whose evidence or predicate is in ``report``; then, for
+    the failing runs no known problem explains, the mechanisms (mechanisms.toml) their texts show."""
     findings: list[Finding] = []
     rules = load_rules()
     for issue in issues:
@@ -300,21 +306,24 @@ def match_findings(report: Report, issues: Sequence[KnownIssue]) -> tuple[Findin
                     ),
                 )
             )
-    explained: dict[str, list[str]] = {}
+    explained: dict[str, list[str]] = {}  # run -> the known problems that explain it: the mechanisms stay silent there
     for finding in findings:
-        for run_id in finding.runs:
+        for run_id in finding.runs if finding.severity == "problem" else ():
             explained.setdefault(run_id, []).append(finding.id)
     known_ids = {f.id for f in findings}
     return (*findings, *(f for f in mechanism_findings(report, explained) if f.id not in known_ids))
 
 
 def _emitted_by(issue: KnownIssue, result: ProbeResult, rules: Rules) -> bool:
-    """Whether ``result``'s text may be the issue's: not when it carries the marks of another toolchain than the one
-    the issue explains (Triton's ptxas error is not the Mojo toolchain's, though the words are the same)."""
+    """Whether ``result``'s text is the issue's toolchain's: it carries that toolchain's marks, or it comes from a probe
+    that runs only that toolchain. Triton's ptxas error is not the Mojo toolchain's, though the words are the same;
+    a text with nobody's marks is left to the mechanisms, which say what they cannot tell."""
     if issue.toolchain is None:
         return True
     emitter = rules.attribute(_searchable(result))
-    return emitter is None or emitter.id == issue.toolchain
+    if emitter is None and result.probe in MAX_PROBES:
+        return issue.toolchain == "mojo"  # gpudoctor's own MAX probes run nothing but MAX's toolchain
+    return emitter is not None and emitter.id == issue.toolchain
 
 
 def _require_str(where: str, entry: Mapping[str, Any], key: str, optional: bool = False) -> str | None:

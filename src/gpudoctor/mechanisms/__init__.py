@@ -24,8 +24,7 @@ MAX_RULES_BYTES = 1024 * 1024
 UNIDENTIFIED = "an unidentified toolchain"
 _TOOLCHAIN_FIELDS = {"id", "name", "evidence"}
 _MECHANISM_FIELDS = {
-    "id", "title", "severity", "toolchains", "implied", "patterns", "unless", "explanation", "fix", "fixes",
-    "explained_by",
+    "id", "title", "severity", "toolchains", "implied", "patterns", "unless", "explanation", "fix", "fixes"
 }  # fmt: skip
 
 
@@ -55,7 +54,6 @@ class Mechanism:
     explanation: str
     fix: str
     fixes: Mapping[str, str]
-    explained_by: tuple[str, ...]
 
     def search(self, text: str) -> re.Match[str] | None:
         if any(pattern.search(text) for pattern in self.unless):
@@ -128,7 +126,6 @@ def load_rules(path: Path = RULES) -> Rules:
                 explanation=_text(where, table, "explanation"),
                 fix=_text(where, table, "fix"),
                 fixes=dict(fixes),
-                explained_by=tuple(string_list(where, table, "explained_by")) if "explained_by" in table else (),
             )
         )
     ids = [m.id for m in mechanisms]
@@ -173,7 +170,7 @@ def searchable(result: ProbeResult) -> str:
 
 def mechanism_findings(report: Report, explained: Mapping[str, Sequence[str]] | None = None) -> tuple[Finding, ...]:
     """A finding per mechanism and toolchain seen in the report's failing runs. ``explained`` maps run ids to the
-    known issues that matched them: a mechanism whose ``explained_by`` names one stays silent on that run."""
+    known problems that matched them: the mechanisms stay silent on those runs (the known issue is more specific)."""
     rules = load_rules()
     facts = report_facts(report)
     explained = explained or {}
@@ -183,9 +180,9 @@ def mechanism_findings(report: Report, explained: Mapping[str, Sequence[str]] | 
             continue
         text = searchable(result)
         emitter = rules.attribute(text)
+        if explained.get(result.id):
+            continue  # a known issue explains this run: it is more specific than any mechanism
         for mechanism in rules.mechanisms:
-            if set(mechanism.explained_by) & set(explained.get(result.id, ())):
-                continue
             found = mechanism.search(text)
             if found is None:
                 continue

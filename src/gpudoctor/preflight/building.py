@@ -1,0 +1,95 @@
+"""Pre-flight checks of what building and loading GPU code needs: CUDA libraries the loader finds for the packages
+installed (gpudoctor.libraries), and the toolkit, host compiler, arch list and tools of torch.utils.cpp_extension
+(gpudoctor.buildtools). Pure functions of the inventory, like the other checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpudoctor.model import Environment
+from gpudoctor.preflight.rule import Found, Rule
+
+
+def package_libraries(environment: Environment, rule: Rule) -> Found | None:
+    """A package installed whose CUDA library (the rule's table: package, library) neither the dynamic loader nor
+    pip's nvidia-* wheels provide; libcuda.so only where a driver is installed (without one, nothing needs it)."""
+    libraries = environment.stack.get("libraries")
+    if not isinstance(libraries, dict):
+        return None
+    lines, names = [], []
+    for row in rule.data.get("table", ()):
+        package, library = row["package"], row["library"]
+        version = environment.packages.get(package)
+        if not version or library in libraries:
+            continue
+        if library.startswith("libcuda.") and "libcuda.so.1" not in libraries:
+            continue  # no driver library at all: the driver checks say so
+        lines.append(f"{package} {version} needs {library}: the loader does not find it and no pip wheel has it")
+        names.append(library)
+    if not lines:
+        return None
+    return {"libraries": ", ".join(dict.fromkeys(names))}, lines
+
+
+def _build(environment: Environment) -> dict[str, Any]:
+    build = environment.stack.get("build")
+    return build if isinstance(build, dict) else {}
+
+
+def _major(version: Any) -> str | None:
+    return str(version).split(".")[0] if version else None
+
+
+def extension_cuda_mismatch(environment: Environment, rule: Rule) -> Found | None:
+    """nvcc's CUDA major release against the one torch was built for: cpp_extension refuses to build across them."""
+    build, torch_cuda = _build(environment), environment.stack.get("torch_cuda")
+    nvcc_cuda = build.get("nvcc_cuda")
+    if not nvcc_cuda or not torch_cuda or _major(nvcc_cuda) == _major(torch_cuda):
+        return None
+    found = {"nvcc": str(build.get("nvcc")), "nvcc_cuda": str(nvcc_cuda), "torch_cuda": str(torch_cuda)}
+    return found, [f"{build.get('nvcc')} is CUDA {nvcc_cuda} (CUDA_HOME {build.get('cuda_home')}); torch.version.cuda "
+                   f"is {torch_cuda}"]  # fmt: skip
+
+
+def host_compiler_too_new(environment: Environment, rule: Rule) -> Found | None:
+    """A gcc newer than the toolkit's host_config.h accepts."""
+    build = _build(environment)
+    major, newest = build.get("host_compiler_major"), build.get("newest_host_gcc")
+    if build.get("host_compiler") not in ("gcc", "g++") or not isinstance(major, int) or not isinstance(newest, int):
+        return None
+    if major <= newest:
+        return None
+    found = {"gcc": str(major), "newest": str(newest), "nvcc_cuda": str(build.get("nvcc_cuda"))}
+    said = f"gcc {major} on PATH; {build.get('nvcc')} (CUDA {build.get('nvcc_cuda')}) accepts gcc up to {newest}"
+    return found, [said]
+
+
+def arch_list_invalid(environment: Environment, rule: Rule) -> Found | None:
+    """TORCH_CUDA_ARCH_LIST entries the installed torch does not accept (its cpp_extension's own list)."""
+    wanted, names = environment.env_vars.get("TORCH_CUDA_ARCH_LIST"), _build(environment).get("arch_names")
+    if not wanted or wanted.strip() in ("native", "all") or not isinstance(names, list):
+        return None
+    entries = [e for e in wanted.replace(";", " ").split() if e]
+    unknown = [e for e in entries if e not in names]
+    if not unknown:
+        return None
+    torch = environment.packages.get("torch") or "?"
+    found = {"entries": ", ".join(unknown), "torch": torch}
+    return found, [f"TORCH_CUDA_ARCH_LIST={wanted!r}: torch {torch} does not know {', '.join(unknown)}"]
+
+
+def extension_tools_missing(environment: Environment, rule: Rule) -> Found | None:
+    """torch installed, and what its cpp_extension needs absent: setuptools, ninja (any build), nvcc (CUDA builds)."""
+    build = _build(environment)
+    if not environment.packages.get("torch") or not build:
+        return None
+    missing = []
+    if environment.stack.get("torch_cuda") and not build.get("nvcc"):
+        missing.append("a CUDA toolkit (no CUDA_HOME, no nvcc on PATH, no /usr/local/cuda)")
+    if build.get("ninja") is False:
+        missing.append("ninja")
+    if build.get("setuptools") is False:
+        missing.append("setuptools (torch.utils.cpp_extension imports it)")
+    if not missing:
+        return None
+    return {"missing": " and ".join(missing)}, [f"missing: {m}" for m in missing]
