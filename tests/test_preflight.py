@@ -381,3 +381,44 @@ def test_extension_build_facts_are_read_from_the_real_toolkit_and_torch_and_judg
     missing = [f for f in preflight(dataclasses.replace(h100, stack={**h100.stack, "build": bare}))
                if f.id == "extension-build-tools-missing-preflight"]  # fmt: skip
     assert missing and len(missing[0].evidence) == 3
+
+
+def test_tritons_ptxas_is_read_from_its_wheel_layout_and_judged_against_each_gpu_and_the_driver(tmp_path: Path) -> None:
+    """The ptxas in Triton's wheel layout (this machine's real CUDA toolkit ptxas, linked where the wheel keeps its
+    own, when the machine has one) and its release; then the judgement on recorded GPUs and drivers: an RTX 5090
+    (sm_120) needs a CUDA 12.8+ ptxas, a Pascal GPU one older than CUDA 13, a driver at least its CUDA major."""
+    from gpudoctor.buildtools import triton_ptxas
+
+    site = tmp_path / "site"
+    (site / "triton" / "backends" / "nvidia" / "bin").mkdir(parents=True)
+    real = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    if os.path.exists(real):
+        (site / "triton" / "backends" / "nvidia" / "bin" / "ptxas").symlink_to(real)
+        said = subprocess.run([real, "--version"], capture_output=True, text=True, check=True).stdout
+        facts = triton_ptxas([str(site)], {})
+        assert facts["triton_ptxas"] == str(site / "triton" / "backends" / "nvidia" / "bin" / "ptxas")
+        assert facts["triton_ptxas_cuda"] is not None and f"release {facts['triton_ptxas_cuda']}," in said
+        assert triton_ptxas([str(site)], {"TRITON_PTXAS_PATH": real})["triton_ptxas"] == real
+    assert triton_ptxas([str(tmp_path / "none")], {}) == {}
+
+    h100 = Report.from_dict(json.loads(H100.read_text())).environment
+
+    def found(cuda: str, capability: str, driver_cuda: str = "13.0", name: str = "GPU") -> tuple[str, ...]:
+        driver = dataclasses.replace(
+            h100.driver,
+            cuda_driver_version=driver_cuda,
+            gpus=(dataclasses.replace(h100.driver.gpus[0], name=name, compute_capability=capability),),
+        )
+        build = {"triton_ptxas": "/site/triton/backends/nvidia/bin/ptxas", "triton_ptxas_cuda": cuda}
+        environment = dataclasses.replace(h100, driver=driver, stack={**h100.stack, "build": build})
+        return next((f.evidence for f in preflight(environment) if f.id == "triton-ptxas-vs-gpu-preflight"), ())
+
+    assert found("12.8", "9.0") == () and found("13.0", "12.0") == ()
+    assert found("12.4", "12.0", name="NVIDIA GeForce RTX 5090") == (
+        "NVIDIA GeForce RTX 5090 (sm_120): Triton's /site/triton/backends/nvidia/bin/ptxas is CUDA 12.4; ptxas "
+        "knows sm_120 from CUDA 12.8",
+    )
+    assert found("13.0", "6.1", name="Tesla P40")[0].endswith("ptxas knows sm_61 up to CUDA 12.9")
+    assert found("13.0", "9.0", driver_cuda="12.2") == (
+        "Triton's ptxas is CUDA 13.0; the driver supports CUDA 12.2: it cannot load what that ptxas builds",
+    )

@@ -117,3 +117,20 @@ def build_facts(environ: Mapping[str, str], torch_folder: str | None, interprete
         "ninja": shutil.which("ninja", path=path) is not None,
         "arch_names": torch_arch_names(torch_folder),
     }
+
+
+def triton_ptxas(site_packages: list[str], environ: Mapping[str, str]) -> dict[str, str | None]:
+    """The ptxas Triton assembles with and its CUDA release: TRITON_PTXAS_PATH when set, else the one bundled in the
+    Triton wheel (``ptxas-blackwell``, bundled from Triton 3.3 for sm_100 and newer, separately)."""
+    found: dict[str, str | None] = {}
+    chosen = environ.get("TRITON_PTXAS_PATH")
+    for site in site_packages:
+        folder = Path(site) / "triton" / "backends" / "nvidia" / "bin"
+        if folder.is_dir():
+            for name, key in (("ptxas", "triton_ptxas"), ("ptxas-blackwell", "triton_ptxas_blackwell")):
+                path = str(chosen) if chosen and name == "ptxas" else str(folder / name)
+                if os.path.exists(path):
+                    found[key] = path
+                    found[f"{key}_cuda"] = nvcc_release(path)
+            break
+    return found

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gpudoctor.buildtools import build_facts
+from gpudoctor.buildtools import build_facts, triton_ptxas
 from gpudoctor.cancel import CancelScope
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.interpreter import ask, check_cpython
@@ -329,6 +329,7 @@ def collect_environment(
     distributions = raw_stack.get("distributions") if isinstance(raw_stack, dict) else None
     if isinstance(distributions, list):
         build["setuptools"] = any(isinstance(d, list) and str(d[0]).lower() == "setuptools" for d in distributions)
+    build.update(triton_ptxas([str(s) for s in sites or [] if isinstance(s, str)], os.environ))
     stack["build"] = {k: redact_text(v) if isinstance(v, str) else v for k, v in build.items()}
     stack["libraries"] = {
         name: {key: redact_text(value) if isinstance(value, str) else value for key, value in fact.items()}

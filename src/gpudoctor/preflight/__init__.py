@@ -25,6 +25,7 @@ from gpudoctor.preflight.building import (
     extension_tools_missing,
     host_compiler_too_new,
     package_libraries,
+    triton_ptxas_vs_gpu,
 )
 from gpudoctor.preflight.rule import Found, Rule
 from gpudoctor.tomlcheck import checked_table, read_toml, string_list
@@ -40,6 +41,7 @@ _TABLE_KEYS: Mapping[str, set[str]] = {
     "torch_arch_list": {"torch", "cuda", "archs", "source"},
     "toolchain_min_capability": {"package", "versions", "capability", "source"},
     "package_libraries": {"package", "library", "why"},
+    "triton_ptxas_vs_gpu": {"capability_min", "capability_max", "cuda_min", "cuda_max", "source"},
 }
 
 
@@ -286,6 +288,7 @@ CHECKS: Mapping[str, Callable[[Environment, Rule], Found | None]] = {
     "host_compiler_too_new": host_compiler_too_new,
     "arch_list_invalid": arch_list_invalid,
     "extension_tools_missing": extension_tools_missing,
+    "triton_ptxas_vs_gpu": triton_ptxas_vs_gpu,
 }
 
 

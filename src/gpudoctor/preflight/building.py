@@ -93,3 +93,51 @@ def extension_tools_missing(environment: Environment, rule: Rule) -> Found | Non
     if not missing:
         return None
     return {"missing": " and ".join(missing)}, [f"missing: {m}" for m in missing]
+
+
+def _release(text: Any) -> tuple[int, ...] | None:
+    try:
+        return tuple(int(part) for part in str(text).split("."))
+    except ValueError:
+        return None
+
+
+def triton_ptxas_vs_gpu(environment: Environment, rule: Rule) -> Found | None:
+    """The ptxas Triton assembles with against each GPU (the rule's table: which CUDA releases of ptxas know which
+    compute capabilities) and against the driver's CUDA major release."""
+    build = _build(environment)
+    lines, gpus = [], []
+    driver = _release(environment.driver.cuda_driver_version)
+    for gpu in environment.driver.gpus:
+        capability = _release(gpu.compute_capability)
+        if capability is None:
+            continue
+        # Triton 3.3+ runs ptxas-blackwell for sm_100 and newer when the wheel has it
+        blackwell = capability >= (10, 0) and build.get("triton_ptxas_blackwell")
+        key = "triton_ptxas_blackwell" if blackwell else "triton_ptxas"
+        cuda = _release(build.get(f"{key}_cuda"))
+        if cuda is None:
+            continue
+        for row in rule.data.get("table", ()):
+            low, high = _release(row["capability_min"]), _release(row["capability_max"])
+            oldest, newest = _release(row["cuda_min"]), _release(row["cuda_max"]) if row["cuda_max"] else None
+            if low is None or high is None or not low <= capability <= high:
+                continue
+            if (oldest is not None and cuda < oldest) or (newest is not None and cuda > newest):
+                arch = "sm_" + "".join(str(p) for p in capability)
+                if newest is not None and cuda > newest:
+                    knows = f"ptxas knows {arch} up to CUDA {row['cuda_max']}"
+                else:
+                    knows = f"ptxas knows {arch} from CUDA {row['cuda_min']}"
+                lines.append(f"{gpu.name or 'GPU ' + str(gpu.index)} ({arch}): Triton's {build.get(key)} is CUDA "
+                             f"{build.get(f'{key}_cuda')}; {knows}")  # fmt: skip
+                gpus.append(arch)
+        if driver is not None and cuda[0] > driver[0]:
+            supported = environment.driver.cuda_driver_version
+            lines.append(f"Triton's ptxas is CUDA {build.get(f'{key}_cuda')}; the driver supports CUDA {supported}: "
+                         "it cannot load what that ptxas builds")  # fmt: skip
+            gpus.append(f"driver CUDA {environment.driver.cuda_driver_version}")
+    if not lines:
+        return None
+    found = {"gpus": ", ".join(dict.fromkeys(gpus)), "cuda": str(build.get("triton_ptxas_cuda"))}
+    return found, list(dict.fromkeys(lines))
