@@ -37,9 +37,15 @@ def encode(report: Report) -> dict[str, Any]:
     return data
 
 
+def _field(value: Any, digits: int | None) -> Any:
+    """A field's value as encoded: floats the model marks with ``digits`` rounded to them (times to the millisecond,
+    memory to a tenth of a MiB), as reports have always stored them; the object itself keeps full precision."""
+    return round(value, digits) if digits is not None and isinstance(value, float) else _builtins(value)
+
+
 def _builtins(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _builtins(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: _field(getattr(value, f.name), f.metadata.get("digits")) for f in dataclasses.fields(value)}
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, Mapping):

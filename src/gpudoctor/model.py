@@ -166,12 +166,8 @@ class StepTime:
     started) for its duration. The first is the interpreter's own start, the last its shutdown."""
 
     name: str
-    start_s: float
-    duration_s: float
-
-    def __post_init__(self) -> None:  # to the millisecond, as reports have always stored it
-        object.__setattr__(self, "start_s", round(self.start_s, 3))
-        object.__setattr__(self, "duration_s", round(self.duration_s, 3))
+    start_s: float = field(metadata={"digits": 3})  # reports store times to the millisecond (codec rounds)
+    duration_s: float = field(metadata={"digits": 3})
 
 
 @dataclass(frozen=True)
@@ -182,7 +178,7 @@ class ProbeResult:
     probe: str
     device: Device
     outcome: Outcome
-    duration_s: float
+    duration_s: float = field(metadata={"digits": 3})  # reports store it to the millisecond (codec rounds)
     command: str = ""
     summary: str = ""
     exit_code: int | None = None
@@ -196,15 +192,9 @@ class ProbeResult:
     stdout_tail: str = ""
     stderr_tail: str = ""
     steps: tuple[StepTime, ...] = ()  # where the wall time went (empty when the process never ran)
-    cpu_s: float | None = None  # user + system CPU time of the probe process and the children it waited for
-    peak_rss_mib: float | None = None  # its peak resident memory
-
-    def __post_init__(self) -> None:  # what reports have always stored: milliseconds, tenths of a MiB
-        object.__setattr__(self, "duration_s", round(self.duration_s, 3))
-        if self.cpu_s is not None:
-            object.__setattr__(self, "cpu_s", round(self.cpu_s, 3))
-        if self.peak_rss_mib is not None:
-            object.__setattr__(self, "peak_rss_mib", round(self.peak_rss_mib, 1))
+    # user + system CPU time of the probe process and the children it waited for; its peak resident memory
+    cpu_s: float | None = field(default=None, metadata={"digits": 3})
+    peak_rss_mib: float | None = field(default=None, metadata={"digits": 1})
 
     @property
     def patched(self) -> bool:
