@@ -19,6 +19,7 @@ from test_field_corpus import (
     EXPECTED,
     HELDOUT,
     HELDOUT_EXPECTED,
+    _toolchain_of,
     findings_for,
     wrong_attributions,
 )
@@ -31,6 +32,7 @@ def main() -> None:
     right: Counter[str] = Counter()
     wrong: Counter[str] = Counter()
     misses = []
+    caught: Counter[str] = Counter()  # mechanism or known issue -> reports it recognised
     for report in corpus:
         stack = report["stack"]
         found = findings_for(report["quote"])
@@ -39,6 +41,7 @@ def main() -> None:
         accepted = set(judged["expect"]) | (set(judged.get("expect_now", [])) if "--now" in sys.argv[1:] else set())
         if accepted & found:
             right[stack] += 1
+            caught.update(_toolchain_of(f)[0] for f in accepted & found)
         else:
             misses.append(f"  {report['id']} ({report['source']}): found {sorted(found) or 'nothing'}")
         if wrong_attributions(report["id"], found, expected):
@@ -49,6 +52,9 @@ def main() -> None:
     total = sum(totals.values())
     print(f"{'all':<18} {total:>7} {sum(right.values()):>10} {sum(wrong.values()):>13}"
           f"   ({100 * sum(right.values()) / total:.0f} % recognised)")
+    print("recognised by:")
+    for name, count in caught.most_common():
+        print(f"  {name:<44} {count:>3}")
     print("missed:")
     print("\n".join(misses) or "  none")
 
