@@ -59,9 +59,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("envs", nargs="+", type=Path)
     parser.add_argument("--write", type=Path, help="also write the table as Markdown to this file")
+    parser.add_argument("--rules", help="only these rule ids (comma-separated): a quick check of new rules")
     options = parser.parse_args()
     releases = sorted(((max_version(env), env) for env in options.envs), key=lambda item: Version(item[0]))
     rules = [r for r in shipped_rules().rules if r.sample is not None and r.package == "max"]
+    if options.rules:
+        rules = [r for r in rules if r.id in options.rules.split(",")]
     jobs = [(rule, version, env) for rule in rules for version, env in releases]
     with ThreadPoolExecutor(max_workers=4) as pool:
         seen = list(pool.map(lambda job: observe(job[0], job[2]), jobs))

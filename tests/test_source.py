@@ -189,3 +189,30 @@ def test_malformed_rules_name_the_rule_and_field(tmp_path: Path, text: str, mess
     path.write_text(text)
     with pytest.raises(GpuDoctorError, match=re.escape(message)):
         load_rules(path)
+
+
+def test_module_moves_and_removed_decorators_from_the_changelogs_get_their_rewrite(tmp_path: Path) -> None:
+    """A kernel of the 25.x era (unprefixed gpu and std modules, @value, @register_passable) compiled with the real
+    26.7 compiler: each diagnostic becomes the rule's rewrite and the release it stopped being accepted — not "fix
+    the first error"."""
+    mojo = shutil.which("mojo", path=str(Path(sys.executable).parent))
+    assert mojo, "the dev environment installs MAX, and with it mojo"
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.mojo").write_text("")
+    (package / "ops.mojo").write_text(
+        "from gpu import thread_idx\nfrom math import ceildiv\n\n\n@value\nstruct Pair:\n    var a: Int\n\n\n"
+        "@register_passable(\"trivial\")\nstruct Small:\n    var x: Int\n"
+    )
+    compiled = subprocess.run(
+        [mojo, "precompile", str(package), "-o", str(tmp_path / "o.mojoc")], capture_output=True, text=True
+    )
+    diagnostics = [line for line in (compiled.stdout + compiled.stderr).splitlines() if ": error: " in line]
+    assert compiled.returncode != 0 and diagnostics
+    check = check_source(package, {"max": "26.7.0"})
+    rejected = {hit.rule.id for hit in check.rejected()}
+    assert {"mojo-gpu-unprefixed", "mojo-math-unprefixed", "mojo-value-decorator", "mojo-register-passable"} <= rejected
+    said = {t.hit.rule.id: t.statement() for t in translate(diagnostics, check)}
+    assert said, diagnostics  # the compiler's own words are tied to a rule, with its rewrite
+    assert all("not accepted since max" in statement and "write:" in statement for statement in said.values())
+    assert check.written_for == ("25.3.0", "25.4.0", "25.5.0")  # @value was removed in 25.6
