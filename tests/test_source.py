@@ -94,20 +94,28 @@ def test_python_rules_follow_their_own_package_and_feature_detection_is_not_flag
     assert check_source(tmp_path, {"max": None}).rejected() == ()  # nothing installed, nothing to say
 
 
-def test_the_real_compilers_generic_diagnostics_are_translated(tmp_path: Path) -> None:
+def _compiled(tmp_path: Path, source: str) -> tuple[Path, list[str]]:
+    """A package holding ``source``, compiled by the dev environment's real mojo, which must reject it: the package
+    and the compiler's error lines."""
     mojo = shutil.which("mojo", path=str(Path(sys.executable).parent))
     assert mojo, "the dev environment installs MAX, and with it mojo"
     package = tmp_path / "pkg"
     package.mkdir()
     (package / "__init__.mojo").write_text("")
-    (package / "ops.mojo").write_text(
-        "def take(owned x: Int) -> Int:\n    return x\n\n\nfn twice(x: Int) -> Int:\n    return 2 * x\n"
-    )
+    (package / "ops.mojo").write_text(source)
     compiled = subprocess.run(
         [mojo, "precompile", str(package), "-o", str(tmp_path / "o.mojoc")], capture_output=True, text=True
     )
     diagnostics = [line for line in (compiled.stdout + compiled.stderr).splitlines() if ": error: " in line]
-    assert compiled.returncode != 0 and any("expected ')' in argument list" in d for d in diagnostics)
+    assert compiled.returncode != 0 and diagnostics
+    return package, diagnostics
+
+
+def test_the_real_compilers_generic_diagnostics_are_translated(tmp_path: Path) -> None:
+    package, diagnostics = _compiled(
+        tmp_path, "def take(owned x: Int) -> Int:\n    return x\n\n\nfn twice(x: Int) -> Int:\n    return 2 * x\n"
+    )
+    assert any("expected ')' in argument list" in d for d in diagnostics)
     check = check_source(package, {"max": "26.7.0"})
     said = {t.hit.rule.id: t.statement() for t in translate(diagnostics, check)}
     assert "mojo-owned" in said and "mojo-fn-keyword" in said
@@ -195,20 +203,11 @@ def test_module_moves_and_removed_decorators_from_the_changelogs_get_their_rewri
     """A kernel of the 25.x era (unprefixed gpu and std modules, @value, @register_passable) compiled with the real
     26.7 compiler: each diagnostic becomes the rule's rewrite and the release it stopped being accepted — not "fix
     the first error"."""
-    mojo = shutil.which("mojo", path=str(Path(sys.executable).parent))
-    assert mojo, "the dev environment installs MAX, and with it mojo"
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.mojo").write_text("")
-    (package / "ops.mojo").write_text(
+    package, diagnostics = _compiled(
+        tmp_path,
         "from gpu import thread_idx\nfrom math import ceildiv\n\n\n@value\nstruct Pair:\n    var a: Int\n\n\n"
-        "@register_passable(\"trivial\")\nstruct Small:\n    var x: Int\n"
+        "@register_passable(\"trivial\")\nstruct Small:\n    var x: Int\n",
     )
-    compiled = subprocess.run(
-        [mojo, "precompile", str(package), "-o", str(tmp_path / "o.mojoc")], capture_output=True, text=True
-    )
-    diagnostics = [line for line in (compiled.stdout + compiled.stderr).splitlines() if ": error: " in line]
-    assert compiled.returncode != 0 and diagnostics
     check = check_source(package, {"max": "26.7.0"})
     rejected = {hit.rule.id for hit in check.rejected()}
     assert {"mojo-gpu-unprefixed", "mojo-math-unprefixed", "mojo-value-decorator", "mojo-register-passable"} <= rejected
