@@ -119,7 +119,7 @@ def test_doctor_process_never_imports_torch_or_max() -> None:
     """The doctor's own process runs the whole default suite without importing torch or MAX."""
     code = (
         "import sys\n"
-        "from gpudoctor.cli import main\n"
+        "from gpudoctor.program import main\n"
         "rc = main(['--json'])\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'max', 'cuda', 'cffi', 'textual'))\n"
         "maps = open('/proc/self/maps').read()\n"

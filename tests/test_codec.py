@@ -122,7 +122,7 @@ def test_a_report_read_back_renders_as_the_original_and_the_inventory_run_never_
     assert to_text(Report.from_dict(report.to_dict())) == to_text(report)
     code = (
         "import sys, io, contextlib\n"
-        "from gpudoctor.cli import main\n"
+        "from gpudoctor.program import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    code = main(['--no-probes', '--json'])\n"
         "print(code, 'msgspec' in sys.modules)\n"

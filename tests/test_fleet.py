@@ -164,7 +164,7 @@ def test_an_unreachable_address_fails_quickly_with_one_line(tmp_path: Path) -> N
 
 
 def test_without_ray_the_extra_to_install_is_named() -> None:
-    code = "import sys; sys.modules['ray'] = None\nfrom gpudoctor.cli import main\nsys.exit(main(['fleet']))"
+    code = "import sys; sys.modules['ray'] = None\nfrom gpudoctor.program import main\nsys.exit(main(['fleet']))"
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert completed.returncode == 2
     assert completed.stderr.strip() == (

@@ -1,10 +1,10 @@
 """Entry point for ``python -m gpudoctor``.
 
-Delegates to the CLI so that both spellings behave identically.
+The same program as the `gpudoctor` console script, so both spellings behave identically.
 """
 
 import sys
 
-from gpudoctor.cli import main
+from gpudoctor.program import main
 
 sys.exit(main())

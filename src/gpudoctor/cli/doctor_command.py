@@ -19,6 +19,7 @@ from gpudoctor.cli.common import (
     seconds,
     wants_progress,
 )
+from gpudoctor.handoff import DoctorAppRequest
 from gpudoctor.model import Device
 from gpudoctor.session import ExitCode
 
@@ -69,7 +70,7 @@ def list_probes(probe_dir: Path | None) -> int:
     return ExitCode.OK
 
 
-def run(argv: Sequence[str]) -> int:
+def run(argv: Sequence[str]) -> int | DoctorAppRequest:
     options = build_parser().parse_args(argv)
     if options.list:
         return list_probes(options.probes)
@@ -86,8 +87,6 @@ def run(argv: Sequence[str]) -> int:
         run_probes=not options.no_probes,
     )
     if not (options.json or options.markdown or options.plain) and sys.stdin.isatty() and sys.stdout.isatty():
-        from gpudoctor.tui import run_tui  # only here: the other faces never import Textual
-
-        return run_tui(doctor_options, files=report_files(options))
+        return DoctorAppRequest(doctor_options, report_files(options))  # the program starts the TUI with it
     on_result = progress if wants_progress(options) else None
     return run_and_report(lambda scope: diagnose(doctor_options, on_result=on_result, cancel=scope), options)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from gpudoctor.cli.common import OneLineParser, file_to_write, folder_to_write, seconds
 from gpudoctor.cli.kernel_command import add_call_arguments
+from gpudoctor.handoff import FleetAppRequest
 from gpudoctor.model import Device
 from gpudoctor.session import stop_on_signals
 
@@ -84,7 +85,7 @@ def doctor_args(options: argparse.Namespace) -> tuple[str, ...]:
     return tuple(args)
 
 
-def run(argv: Sequence[str]) -> int:
+def run(argv: Sequence[str]) -> int | FleetAppRequest:
     from gpudoctor.fleet.ray_runner import FleetOptions, run_fleet
     from gpudoctor.fleet.render import fleet_markdown, fleet_text
     from gpudoctor.fleet.report import NodeRun
@@ -104,14 +105,12 @@ def run(argv: Sequence[str]) -> int:
     if not (options.json or options.markdown or options.plain) and sys.stdin.isatty() and sys.stdout.isatty():
         import dataclasses
 
-        from gpudoctor.tui.fleet_app import run_fleet_tui  # only here: the other faces never import Textual
-
-        code, tui_report = run_fleet_tui(dataclasses.replace(fleet_options, quiet=True))
-        if tui_report is not None:
+        def after(tui_report: FleetReport) -> None:
             _write_junit(tui_report, options.junit)
             if options.contribute:
                 _contribute(tui_report, options.matrix)
-        return code
+
+        return FleetAppRequest(dataclasses.replace(fleet_options, quiet=True), after)  # the program starts the view
     with stop_on_signals() as session:
         report = run_fleet(fleet_options, cancel=session.scope, on_node=heard)
         if options.json:
