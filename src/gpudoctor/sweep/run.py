@@ -138,7 +138,10 @@ class Sweep:
             result = CellResult(cell, status, built.reason, duration_s=_since(started), request=self.request)
             return self._keep(cell, result)
         event("examine")
-        report = self._examine(built, cancel)
+        try:
+            report = self._examine(built, cancel)
+        except Cancelled:  # stopped while the cell's interpreter was being asked for its inventory
+            return CellResult(cell, CellStatus.INTERRUPTED, "stopped while examining", duration_s=_since(started))
         if report.interrupted:
             return CellResult(cell, CellStatus.INTERRUPTED, "stopped while examining", duration_s=_since(started))
         report_file = self._report_file(cell)
