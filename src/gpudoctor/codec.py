@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import json
 import re
 import typing
@@ -110,6 +111,7 @@ def _unknown_field(value: Any, kind: Any, path: str) -> str | None:
     return None
 
 
+@functools.cache  # one resolution of the type hints per type, not one per object of a report
 def _declared_fields(kind: Any) -> Mapping[str, Any] | None:
     if dataclasses.is_dataclass(kind) or is_typeddict(kind):
         return get_type_hints(kind, include_extras=True)

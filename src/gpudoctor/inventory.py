@@ -232,6 +232,30 @@ def _redacted_stack(facts: Any) -> dict[str, Any]:
     }
 
 
+def _redacted_strings(facts: dict[str, Any]) -> dict[str, Any]:
+    return {key: redact_text(value) if isinstance(value, str) else value for key, value in facts.items()}
+
+
+def _build_and_load_facts(raw: Any, python: str) -> dict[str, Any]:
+    """What building and loading GPU code would use for the examined interpreter (its raw stack facts: site-packages,
+    where torch is, its distributions): the extension build facts with Triton's ptxas, and the CUDA libraries as the
+    loader resolves them — paths redacted."""
+    raw = raw if isinstance(raw, dict) else {}
+    sites = [str(s) for s in raw.get("site_packages") or [] if isinstance(s, str)]
+    modules = raw.get("modules") if isinstance(raw.get("modules"), dict) else {}
+    torch_at = modules.get("torch")
+    torch_folder = None
+    if isinstance(torch_at, str):
+        torch_folder = torch_at if os.path.isdir(torch_at) else os.path.dirname(torch_at)
+    build = build_facts(os.environ, torch_folder, os.path.dirname(python))
+    distributions = raw.get("distributions")
+    if isinstance(distributions, list):
+        build["setuptools"] = any(isinstance(d, list) and str(d[0]).lower() == "setuptools" for d in distributions)
+    build.update(triton_ptxas(sites, os.environ))
+    libraries = {name: _redacted_strings(fact) for name, fact in library_facts(sites).items()}
+    return {"build": _redacted_strings(build), "libraries": libraries}
+
+
 def _local_packages(names: tuple[str, ...]) -> dict[str, str | None]:
     from importlib import metadata
 
@@ -317,24 +341,9 @@ def collect_environment(
         packages = {str(k): (None if v is None else str(v)) for k, v in raw.items()}
         python_version = str(facts["python"])
         implementation = str(facts["implementation"])
-        raw_stack = facts.get("stack") or {}
+        raw_stack = facts.get("stack")
         stack = _redacted_stack(raw_stack)
-    sites = raw_stack.get("site_packages") if isinstance(raw_stack, dict) else None
-    modules = raw_stack.get("modules") if isinstance(raw_stack, dict) else None
-    torch_at = modules.get("torch") if isinstance(modules, dict) else None
-    torch_folder = None
-    if isinstance(torch_at, str):
-        torch_folder = torch_at if os.path.isdir(torch_at) else os.path.dirname(torch_at)
-    build = build_facts(os.environ, torch_folder, os.path.dirname(python))
-    distributions = raw_stack.get("distributions") if isinstance(raw_stack, dict) else None
-    if isinstance(distributions, list):
-        build["setuptools"] = any(isinstance(d, list) and str(d[0]).lower() == "setuptools" for d in distributions)
-    build.update(triton_ptxas([str(s) for s in sites or [] if isinstance(s, str)], os.environ))
-    stack["build"] = {k: redact_text(v) if isinstance(v, str) else v for k, v in build.items()}
-    stack["libraries"] = {
-        name: {key: redact_text(value) if isinstance(value, str) else value for key, value in fact.items()}
-        for name, fact in library_facts([str(s) for s in sites or [] if isinstance(s, str)]).items()
-    }
+    stack.update(_build_and_load_facts(raw_stack, python))
     host = Platform(
         python=python_version,
         python_implementation=implementation,

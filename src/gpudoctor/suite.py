@@ -215,18 +215,16 @@ def run_plan(
     def prerequisites(run: PlannedRun) -> list[str]:
         return [p for p in run.prerequisites if p in by_id]  # --device may have filtered some out
 
-    def blocking_reason(run: PlannedRun) -> str | None:
-        for prerequisite in prerequisites(run):
-            result = final.get(prerequisite)
-            if result is not None and result.outcome not in (Outcome.PASS, Outcome.INTERRUPTED):
-                return prerequisite_reason(prerequisite, result, gate_roots.get(prerequisite), final)
-        return None
-
-    def gate(run: PlannedRun) -> None:
-        """Remember the run whose outcome, through a chain of skipped prerequisites, keeps ``run`` from running."""
+    def blocked_by(run: PlannedRun) -> str | None:
+        """The first prerequisite that ended without passing (an interrupted one blocks nothing: see below)."""
         blocking = (Outcome.PASS, Outcome.INTERRUPTED)
-        cause = next(p for p in prerequisites(run) if p in final and final[p].outcome not in blocking)
+        return next((p for p in prerequisites(run) if p in final and final[p].outcome not in blocking), None)
+
+    def skip_for(run: PlannedRun, cause: str) -> str:
+        """The reason ``run`` is skipped because ``cause`` did not pass; remembers the run at the root of the chain
+        of skipped prerequisites, which the reasons of what builds on ``run`` name."""
         gate_roots[run.run_id] = gate_roots.get(cause, cause)
+        return prerequisite_reason(cause, final[cause], gate_roots.get(cause), final)
 
     def interrupted_prerequisite(run: PlannedRun) -> str | None:
         return next((p for p in prerequisites(run) if p in final and final[p].outcome is Outcome.INTERRUPTED), None)
@@ -244,10 +242,9 @@ def run_plan(
         changed = False
         for run_id, result in list(held.items()):
             run = by_id[run_id]
-            reason = blocking_reason(run)
-            if reason is not None:
+            if (cause := blocked_by(run)) is not None:
                 del held[run_id]
-                gate(run)
+                reason = skip_for(run, cause)
                 ahead = (
                     "this run had started ahead of it and was stopped"
                     if run_id in stopped
@@ -265,20 +262,19 @@ def run_plan(
                 finish(run_id, result)
                 changed = True
         for run_id, scope in scopes.items():
-            if not scope.cancelled and blocking_reason(by_id[run_id]) is not None:
+            if not scope.cancelled and blocked_by(by_id[run_id]) is not None:
                 stopped.add(run_id)
                 scope.cancel("a prerequisite failed while it ran ahead")
         for run in list(waiting):
-            reason = run.skip_reason or blocking_reason(run)
-            if reason is None and session.cancelled:
+            cause = None if run.skip_reason else blocked_by(run)
+            why = run.skip_reason or (skip_for(run, cause) if cause is not None else None)
+            if why is None and session.cancelled:
                 waiting.remove(run)
                 finish(run.run_id, interrupted_result(run.invocation, f"not started: {session.reason}"))
                 changed = True
-            elif reason is not None:
+            elif why is not None:
                 waiting.remove(run)
-                if run.skip_reason is None:
-                    gate(run)
-                finish(run.run_id, skipped_result(run.invocation, reason))
+                finish(run.run_id, skipped_result(run.invocation, why))
                 changed = True
         return changed
 

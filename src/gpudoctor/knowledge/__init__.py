@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.kernelsection import KernelOp
-from gpudoctor.mechanisms import Rules, load_rules, mechanism_findings
+from gpudoctor.mechanisms import Rules, load_rules, mechanism_findings, searchable
 from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, Report
 from gpudoctor.protocol import DetailKey
 from gpudoctor.tomlcheck import checked_table, read_toml, string_list
@@ -70,14 +70,14 @@ class Evidence:
             return False
         if any(result.details.get(key) != value for key, value in self.detail.items()):
             return False
-        return self.pattern is None or bool(self.pattern.search(_searchable(result)))
+        return self.pattern is None or bool(self.pattern.search(searchable(result)))
 
     def describe(self, result: ProbeResult) -> str:
         what = f"{result.id} {result.outcome.value}"
         if result.signal:
             what += f" ({result.signal})"
         if self.pattern is not None:
-            found = self.pattern.search(_searchable(result))
+            found = self.pattern.search(searchable(result))
             if found:
                 what += f", matching {found.group(0)!r}"
         for key, value in self.detail.items():
@@ -99,19 +99,6 @@ class KnownIssue:
     patch: str | None = None
     shown: str | None = None  # how the entry was shown: reproduced here, on the H100, or on its report's text only
     toolchain: str | None = None  # whose errors it explains (mechanisms.toml): another toolchain's text never matches
-
-
-def _searchable(result: ProbeResult) -> str:
-    frames = "\n".join(f"{f.file}:{f.line} in {f.function}" for f in result.frames)
-    parts = [
-        result.summary,
-        result.exception_type or "",
-        result.message or "",
-        result.skip_reason or "",
-        frames,
-        result.stderr_tail,
-    ]
-    return "\n".join(parts)
 
 
 def _version_tuple(text: str | None) -> tuple[int, ...] | None:
@@ -320,7 +307,7 @@ def _emitted_by(issue: KnownIssue, result: ProbeResult, rules: Rules) -> bool:
     a text with nobody's marks is left to the mechanisms, which say what they cannot tell."""
     if issue.toolchain is None:
         return True
-    emitter = rules.attribute(_searchable(result))
+    emitter = rules.attribute(searchable(result))
     if emitter is None and result.probe in MAX_PROBES:
         return issue.toolchain == "mojo"  # gpudoctor's own MAX probes run nothing but MAX's toolchain
     return emitter is not None and emitter.id == issue.toolchain

@@ -162,10 +162,11 @@ def report_facts(report: Report) -> dict[str, str]:
 
 
 def searchable(result: ProbeResult) -> str:
-    """Every text a run left: its summary, the error, its frames, what it printed."""
+    """The text of a run that the known issues' patterns and the mechanisms read: its summary, the error, the skip
+    reason, its frames and the tail of its stderr."""
     frames = "\n".join(f"{f.file}:{f.line} in {f.function}" for f in result.frames)
-    parts = (result.summary, result.exception_type or "", result.message or "", frames, result.stderr_tail)
-    return "\n".join((*parts, result.stdout_tail))
+    parts = (result.summary, result.exception_type or "", result.message or "", result.skip_reason or "", frames)
+    return "\n".join((*parts, result.stderr_tail))
 
 
 def mechanism_findings(report: Report, explained: Mapping[str, Sequence[str]] | None = None) -> tuple[Finding, ...]:

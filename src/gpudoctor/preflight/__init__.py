@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
 
 from gpudoctor.bytecode import NO_BYTECODE_ENV, bytecode_turned_off
 from gpudoctor.errors import GpuDoctorError
@@ -27,7 +26,7 @@ from gpudoctor.preflight.building import (
     package_libraries,
     triton_ptxas_vs_gpu,
 )
-from gpudoctor.preflight.rule import Found, Rule
+from gpudoctor.preflight.rule import Found, Rule, parse_version
 from gpudoctor.tomlcheck import checked_table, read_toml, string_list
 
 RULES = Path(__file__).with_name("rules.toml")
@@ -47,17 +46,10 @@ _TABLE_KEYS: Mapping[str, set[str]] = {
 
 
 
-def _version(text: str | None) -> Version | None:
-    try:
-        return Version(text) if text else None
-    except InvalidVersion:
-        return None
-
-
 def torch_cuda_vs_driver(environment: Environment, rule: Rule) -> Found | None:
     torch_cuda = environment.stack.get("torch_cuda")
     driver_cuda = environment.driver.cuda_driver_version
-    built, supported = _version(str(torch_cuda) if torch_cuda else None), _version(driver_cuda)
+    built, supported = parse_version(str(torch_cuda) if torch_cuda else None), parse_version(driver_cuda)
     if built is None or supported is None or not environment.driver.available:
         return None
     if built.release[:2] <= supported.release[:2]:
@@ -102,11 +94,11 @@ def mixed_generations(environment: Environment, rule: Rule) -> Found | None:
     packages = environment.packages
     pairs = []
     for a, b in rule.data.get("same_version", ()):
-        va, vb = _version(packages.get(a)), _version(packages.get(b))
+        va, vb = parse_version(packages.get(a)), parse_version(packages.get(b))
         if va is not None and vb is not None and va.release != vb.release:
             pairs.append(f"{a} {packages[a]} with {b} {packages[b]}")
     for a, b in rule.data.get("same_major", ()):
-        va, vb = _version(packages.get(a)), _version(packages.get(b))
+        va, vb = parse_version(packages.get(a)), parse_version(packages.get(b))
         if va is not None and vb is not None and va.major != vb.major:
             pairs.append(f"{a} {packages[a]} with {b} {packages[b]}")
     if not pairs:
@@ -162,7 +154,7 @@ def driver_vs_library(environment: Environment, rule: Rule) -> Found | None:
 
 
 def _contains(versions: str, version: str | None) -> bool:
-    parsed = _version(version)
+    parsed = parse_version(version)
     try:
         return parsed is not None and SpecifierSet(versions).contains(parsed, prereleases=True)
     except InvalidSpecifier:
@@ -171,12 +163,12 @@ def _contains(versions: str, version: str | None) -> bool:
 
 def driver_floor(environment: Environment, rule: Rule) -> Found | None:
     """A package release that needs a newer driver than this one (the rule's table: package, versions, driver)."""
-    driver = _version(environment.driver.version)
+    driver = parse_version(environment.driver.version)
     if driver is None:
         return None
     for row in rule.data.get("table", ()):
         installed = environment.packages.get(row["package"])
-        floor = _version(row["driver"])
+        floor = parse_version(row["driver"])
         if floor is None or not _contains(row["versions"], installed) or driver.release[:1] >= floor.release[:1]:
             continue
         values = {

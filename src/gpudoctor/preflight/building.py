@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpudoctor.model import Environment
-from gpudoctor.preflight.rule import Found, Rule
+from gpudoctor.preflight.rule import Found, Rule, parse_version
 
 
 def package_libraries(environment: Environment, rule: Rule) -> Found | None:
@@ -36,8 +36,14 @@ def _build(environment: Environment) -> dict[str, Any]:
     return build if isinstance(build, dict) else {}
 
 
-def _major(version: Any) -> str | None:
-    return str(version).split(".")[0] if version else None
+def _release(text: Any) -> tuple[int, ...] | None:
+    parsed = parse_version(text)
+    return parsed.release if parsed is not None else None
+
+
+def _major(text: Any) -> int | None:
+    parsed = parse_version(text)
+    return parsed.major if parsed is not None else None
 
 
 def extension_cuda_mismatch(environment: Environment, rule: Rule) -> Found | None:
@@ -93,13 +99,6 @@ def extension_tools_missing(environment: Environment, rule: Rule) -> Found | Non
     if not missing:
         return None
     return {"missing": " and ".join(missing)}, [f"missing: {m}" for m in missing]
-
-
-def _release(text: Any) -> tuple[int, ...] | None:
-    try:
-        return tuple(int(part) for part in str(text).split("."))
-    except ValueError:
-        return None
 
 
 def triton_ptxas_vs_gpu(environment: Environment, rule: Rule) -> Found | None:
