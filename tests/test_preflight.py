@@ -422,3 +422,68 @@ def test_tritons_ptxas_is_read_from_its_wheel_layout_and_judged_against_each_gpu
     assert found("13.0", "9.0", driver_cuda="12.2") == (
         "Triton's ptxas is CUDA 13.0; the driver supports CUDA 12.2: it cannot load what that ptxas builds",
     )
+
+
+def test_runtime_compilers_are_found_where_packages_get_them_and_judged_against_the_driver(tmp_path: Path) -> None:
+    """NVRTC and NVVM as CuPy, cuda.core and numba-cuda would find them: pip's nvidia-* distributions (their version
+    is the CUDA release), the libnvrtc the loader resolves (its real file name), the toolkit at CUDA_HOME (this
+    machine's real one flows through the real inventory when there is one). Then the judgement on the recorded H100
+    with its driver's CUDA release changed: a newer major is a problem, a newer minor a notice about PTX, and nothing
+    is said where no installed package compiles with that compiler."""
+    from gpudoctor.runtimecompilers import runtime_compilers
+
+    distributions = [["nvidia-cuda-nvrtc-cu12", "12.8.93", []], ["nvidia-cuda-nvcc-cu12", "12.4.131", []],
+                     ["numpy", "2.2.0", []]]  # fmt: skip
+    libraries = {
+        "libnvrtc.so.12": {"loader": "/usr/local/cuda-12.6/lib64/libnvrtc.so.12", "file": "libnvrtc.so.12.6.77",
+                           "same_file": False},
+        "libnvrtc.so.13": {"loader": None, "file": None, "pip": "/site/nvidia/cu13/lib/libnvrtc.so.13"},
+    }  # fmt: skip
+    found = runtime_compilers(distributions, libraries, {"cuda_home": "/usr/local/cuda-13.0", "nvcc_cuda": "13.0"})
+    assert found == [
+        {"compiler": "NVRTC", "cuda": "12.8", "from": "pip nvidia-cuda-nvrtc-cu12 12.8.93"},
+        {"compiler": "NVVM", "cuda": "12.4", "from": "pip nvidia-cuda-nvcc-cu12 12.4.131"},
+        {"compiler": "NVRTC", "cuda": "12.6",
+         "from": "/usr/local/cuda-12.6/lib64/libnvrtc.so.12 (the loader's libnvrtc.so.12)"},
+        {"compiler": "NVVM", "cuda": "13.0", "from": "the CUDA toolkit at /usr/local/cuda-13.0"},
+    ]  # fmt: skip
+    assert runtime_compilers([], {}, {}) == []
+
+    _, document = _doctor_in(tmp_path, dict(os.environ))
+    build = document["environment"]["stack"]["build"]  # type: ignore[index]
+    toolkit = [c for c in build["runtime_compilers"] if c["from"].startswith("the CUDA toolkit")]
+    if build["nvcc_cuda"]:
+        assert toolkit == [{"compiler": "NVVM", "cuda": ".".join(build["nvcc_cuda"].split(".")[:2]),
+                            "from": f"the CUDA toolkit at {build['cuda_home']}"}]  # fmt: skip
+    else:
+        assert toolkit == []
+
+    h100 = Report.from_dict(json.loads(H100.read_text())).environment
+
+    def said(driver_cuda: str, packages: dict[str, str]) -> dict[str, tuple[str, str]]:
+        environment = dataclasses.replace(
+            h100,
+            driver=dataclasses.replace(h100.driver, cuda_driver_version=driver_cuda),
+            packages={**h100.packages, "cuda-core": None, **packages},  # the H100 had cuda.core: counted below
+            stack={**h100.stack, "build": {"runtime_compilers": found}},
+        )
+        return {f.id: (f.severity, "\n".join(f.evidence)) for f in preflight(environment)
+                if f.id.startswith("runtime-compiler")}  # fmt: skip
+
+    assert said("12.2", {}) == {}  # no CuPy, cuda.core or numba-cuda: no one compiles with them
+    numba_on_12_2 = said("12.2", {"numba-cuda": "0.19.1"})
+    assert set(numba_on_12_2) == {"runtime-compiler-newer-major-than-driver-preflight",
+                                  "runtime-compiler-newer-than-driver-preflight"}  # fmt: skip
+    severity, evidence = numba_on_12_2["runtime-compiler-newer-major-than-driver-preflight"]
+    assert severity == "problem" and "NVVM CUDA 13.0 from the CUDA toolkit" in evidence and "NVRTC" not in evidence
+    severity, evidence = numba_on_12_2["runtime-compiler-newer-than-driver-preflight"]
+    assert severity == "notice" and "NVVM CUDA 12.4 from pip nvidia-cuda-nvcc-cu12 12.4.131, used by numba-cuda" \
+        in evidence and "supports CUDA 12.2" in evidence  # fmt: skip
+    cupy_on_12_6 = said("12.6", {"cupy-cuda12x": "13.6.0"})
+    assert list(cupy_on_12_6) == ["runtime-compiler-newer-than-driver-preflight"]
+    assert cupy_on_12_6["runtime-compiler-newer-than-driver-preflight"][1].startswith(
+        "NVRTC CUDA 12.8 from pip nvidia-cuda-nvrtc-cu12 12.8.93, used by cupy-cuda12x 13.6.0"
+    )
+    assert said("13.0", {"cupy-cuda12x": "13.6.0", "numba-cuda": "0.19.1"}) == {}
+    assert "used by cuda-core 1.2.0" in said("12.6", {"cuda-core": "1.2.0"})[
+        "runtime-compiler-newer-than-driver-preflight"][1]

@@ -24,6 +24,7 @@ from gpudoctor.model import Environment, Platform
 from gpudoctor.nvml import driver_files, query_driver
 from gpudoctor.redact import redact_text
 from gpudoctor.requirements import unmet_requirements
+from gpudoctor.runtimecompilers import runtime_compilers
 
 # Distribution names, as pip knows them, whose versions decide whether a custom op works.
 PACKAGES: tuple[str, ...] = (
@@ -252,7 +253,10 @@ def _build_and_load_facts(raw: Any, python: str) -> dict[str, Any]:
     if isinstance(distributions, list):
         build["setuptools"] = any(isinstance(d, list) and str(d[0]).lower() == "setuptools" for d in distributions)
     build.update(triton_ptxas(sites, os.environ))
-    libraries = {name: _redacted_strings(fact) for name, fact in library_facts(sites).items()}
+    found = library_facts(sites)
+    compilers = runtime_compilers(distributions if isinstance(distributions, list) else [], found, build)
+    build["runtime_compilers"] = [_redacted_strings(compiler) for compiler in compilers]
+    libraries = {name: _redacted_strings(fact) for name, fact in found.items()}
     return {"build": _redacted_strings(build), "libraries": libraries}
 
 

@@ -24,6 +24,8 @@ from gpudoctor.preflight.building import (
     extension_tools_missing,
     host_compiler_too_new,
     package_libraries,
+    runtime_compiler_newer_major,
+    runtime_compiler_newer_minor,
     triton_ptxas_vs_gpu,
 )
 from gpudoctor.preflight.rule import Found, Rule, parse_version
@@ -41,6 +43,8 @@ _TABLE_KEYS: Mapping[str, set[str]] = {
     "toolchain_min_capability": {"package", "versions", "capability", "source"},
     "package_libraries": {"package", "library", "why"},
     "triton_ptxas_vs_gpu": {"capability_min", "capability_max", "cuda_min", "cuda_max", "source"},
+    "runtime_compiler_newer_major": {"compiler", "package", "use"},
+    "runtime_compiler_newer_minor": {"compiler", "package", "use"},
 }
 
 
@@ -281,6 +285,8 @@ CHECKS: Mapping[str, Callable[[Environment, Rule], Found | None]] = {
     "arch_list_invalid": arch_list_invalid,
     "extension_tools_missing": extension_tools_missing,
     "triton_ptxas_vs_gpu": triton_ptxas_vs_gpu,
+    "runtime_compiler_newer_major": runtime_compiler_newer_major,
+    "runtime_compiler_newer_minor": runtime_compiler_newer_minor,
 }
 
 

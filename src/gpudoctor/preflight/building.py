@@ -140,3 +140,45 @@ def triton_ptxas_vs_gpu(environment: Environment, rule: Rule) -> Found | None:
         return None
     found = {"gpus": ", ".join(dict.fromkeys(gpus)), "cuda": str(build.get("triton_ptxas_cuda"))}
     return found, list(dict.fromkeys(lines))
+
+
+def _newer_compilers(environment: Environment, rule: Rule, across_major: bool) -> Found | None:
+    """Runtime compilers (NVRTC, NVVM) newer than the CUDA release the driver supports, where a package installed
+    (the rule's table: compiler, package, use) compiles with them: across a major release, or within the driver's."""
+    driver = _release(environment.driver.cuda_driver_version)
+    compilers = _build(environment).get("runtime_compilers")
+    if driver is None or not isinstance(compilers, list):
+        return None
+    lines, names, releases = [], [], []
+    for found in compilers:
+        if not isinstance(found, dict):
+            continue
+        cuda = _release(found.get("cuda"))
+        if cuda is None or cuda[:2] <= driver[:2] or (cuda[0] > driver[0]) != across_major:
+            continue
+        users = [
+            f"{row['package']} {environment.packages.get(row['package'])} ({row['use']})"
+            for row in rule.data.get("table", ())
+            if row["compiler"] == found.get("compiler") and environment.packages.get(row["package"])
+        ]
+        if not users:
+            continue
+        lines.append(f"{found.get('compiler')} CUDA {found.get('cuda')} from {found.get('from')}, used by "
+                     f"{', '.join(users)}")  # fmt: skip
+        names.append(f"{found.get('compiler')} {found.get('cuda')}")
+        releases.append(str(found.get("cuda")))
+    if not lines:
+        return None
+    lines.append(f"NVML: driver {environment.driver.version} supports CUDA {environment.driver.cuda_driver_version}")
+    driver_cuda = str(environment.driver.cuda_driver_version)
+    return {"compilers": ", ".join(dict.fromkeys(names)), "driver_cuda": driver_cuda, "cuda": releases[0]}, lines
+
+
+def runtime_compiler_newer_major(environment: Environment, rule: Rule) -> Found | None:
+    """A runtime compiler of a newer CUDA major release than the driver's: nothing it builds loads."""
+    return _newer_compilers(environment, rule, across_major=True)
+
+
+def runtime_compiler_newer_minor(environment: Environment, rule: Rule) -> Found | None:
+    """A runtime compiler of the driver's CUDA major release but a newer minor one: its PTX does not load."""
+    return _newer_compilers(environment, rule, across_major=False)
