@@ -121,6 +121,7 @@ def run_owned(
     timeout_s: float,
     *,
     env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
     stdout_limit: int = 1024 * 1024,
     stderr_limit: int = 1024 * 1024,
 ) -> OwnedRun:
@@ -132,7 +133,7 @@ def run_owned(
     if scope.cancelled:
         raise Cancelled(scope.reason or "cancelled")
     process = start_in_own_group(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=None if env is None else dict(env)
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=None if env is None else dict(env), cwd=cwd
     )
     assert process.stdout is not None and process.stderr is not None
     readers = [TailReader(process.stdout, stdout_limit), TailReader(process.stderr, stderr_limit)]

@@ -161,6 +161,27 @@ class Frame:
 
 
 @dataclass(frozen=True)
+class NativeFrame:
+    """One native frame from a debugger's backtrace: its number in its thread, the function (or address) and the
+    shared library or source file it is in."""
+
+    thread: str  # "crashing thread" or the debugger's thread label
+    number: int
+    function: str
+    where: str | None = None
+
+
+@dataclass(frozen=True)
+class NativeStacks:
+    """What a debugger saw of a process: the frames (the crashing thread's first), which tool, and how it was
+    taken (a second run under it that crashed the same way, attached before a kill), or why there are none."""
+
+    tool: str | None
+    how: str
+    frames: tuple[NativeFrame, ...] = ()
+
+
+@dataclass(frozen=True)
 class StepTime:
     """Where a probe process spent its wall time: one step, from its start (seconds after the process was
     started) for its duration. The first is the interpreter's own start, the last its shutdown."""
@@ -195,6 +216,10 @@ class ProbeResult:
     # user + system CPU time of the probe process and the children it waited for; its peak resident memory
     cpu_s: float | None = field(default=None, metadata={"digits": 3})
     peak_rss_mib: float | None = field(default=None, metadata={"digits": 1})
+    # `gpudoctor run`: native frames where a debugger could take them, and the shared libraries the process had
+    # mapped when it ended (as last seen; redacted paths)
+    native: NativeStacks | None = None
+    mapped_libraries: tuple[str, ...] = ()
 
     @property
     def patched(self) -> bool:

@@ -190,10 +190,45 @@ def _summary_markdown(report: Report) -> str:
     return line + ("; interrupted before every run ended" if report.interrupted else "")
 
 
+# Mapped libraries worth naming in a report (all of them are in the JSON): the GPU stack and the interpreter.
+_LIBRARIES_SHOWN = re.compile(r"lib(cuda|nv|cu|max|MGP|Mojo|modular|torch|c10|triton|python|stdc\+\+|gomp|omp)", re.I)
+_THREADS_SHOWN = 8
+
+
+def where_it_died(result: ProbeResult) -> list[str]:
+    """A crash's or hang's stacks as lines: Python frames per thread (faulthandler's), native frames (the crashing
+    thread's in full, a few of every other thread's) and the GPU-stack libraries it had mapped."""
+    lines: list[str] = []
+    by_thread: dict[str, list[str]] = {}
+    for frame in result.frames if result.outcome in (Outcome.CRASH, Outcome.TIMEOUT) else ():
+        label = "crashing thread" if frame.thread == "current" and result.outcome is Outcome.CRASH else (
+            f"thread {frame.thread}" if frame.thread and frame.thread != "current" else "main thread")
+        by_thread.setdefault(label, []).append(f"{frame.file}:{frame.line if frame.line is not None else '?'} in "
+                                               f"{frame.function}")  # fmt: skip
+    for label, frames in list(by_thread.items())[:_THREADS_SHOWN]:
+        lines += [f"Python, {label}:"] + [f"  {f}" for f in frames[:12]]
+    if result.native is not None:
+        lines.append(f"native frames: {result.native.how}")
+        native: dict[str, list[str]] = {}
+        for frame in result.native.frames:
+            native.setdefault(frame.thread, []).append(f"#{frame.number} {frame.function}" + (
+                f" ({frame.where})" if frame.where else ""))  # fmt: skip
+        for label, frames in list(native.items())[:_THREADS_SHOWN]:
+            shown = frames[:24] if label == "crashing thread" else frames[:4]
+            lines += [f"  {label}:"] + [f"    {f}" for f in shown]
+    if result.mapped_libraries:
+        shown = [p for p in result.mapped_libraries if _LIBRARIES_SHOWN.search(p.rsplit("/", 1)[-1])]
+        lines.append(f"libraries mapped ({len(result.mapped_libraries)}; the GPU stack's and the interpreter's):")
+        lines += [f"  {p}" for p in shown[:40]]
+    return lines
+
+
 def _problem_details_markdown(result: ProbeResult, tail_lines: int = _TAIL_LINES) -> list[str]:
     lines = [f"### {result.id}: {_MARKS[result.outcome]}", "", safe_text(result.summary), ""]
     lines += ["Reproduce:", "", _fence(result.command), ""]
-    if result.frames:
+    if result.native is not None or result.mapped_libraries:
+        lines += ["Where it died:", "", _fence("\n".join(where_it_died(result))), ""]
+    elif result.frames:
         frames = "\n".join(
             f"[{f.thread or 'main'}] {f.file}:{f.line if f.line is not None else '?'} in {f.function}"
             for f in result.frames
@@ -272,6 +307,8 @@ def to_text(report: Report) -> str:
             )
             if result.outcome.is_problem:
                 lines.append(f"  {'':<8} {'':<{id_width}}  reproduce: {safe_text(result.command)}")
+                if result.native is not None or result.mapped_libraries:
+                    lines += [f"    {safe_text(line)}" for line in where_it_died(result)]
     else:
         lines.append("  no probes ran (inventory only)")
     for finding in report.findings:

@@ -2,7 +2,7 @@
 
 ``gpudoctor`` (doctor_command), ``gpudoctor kernel`` (kernel_command), ``gpudoctor matrix`` (matrix_command),
 ``gpudoctor sweep`` (sweep_command), ``gpudoctor patch`` (patch_command), ``gpudoctor scan`` (scan_command),
-``gpudoctor fleet`` (fleet_command).
+``gpudoctor fleet`` (fleet_command), ``gpudoctor run`` (run_command), ``gpudoctor bisect`` (bisect_command).
 The program that runs them, error handling and exit codes included, is gpudoctor.program.
 """
 
@@ -38,6 +38,14 @@ def run(argv: Sequence[str] | None = None) -> int | Handoff:
         from gpudoctor.cli import scan_command
 
         return scan_command.run(argv[1:])
+    if argv[:1] == ["run"]:
+        from gpudoctor.cli import run_command
+
+        return run_command.run(argv[1:])
+    if argv[:1] == ["bisect"]:
+        from gpudoctor.cli import bisect_command
+
+        return bisect_command.run(argv[1:])
     if argv[:1] == ["matrix"]:
         from gpudoctor.cli import matrix_command
 

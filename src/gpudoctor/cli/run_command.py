@@ -1,0 +1,59 @@
+"""`gpudoctor run [options] -- CMD ARGS...`: the user's own reproducer, run in isolation and diagnosed."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from gpudoctor.cli.common import OneLineParser, add_report_file_arguments, run_and_report, seconds
+from gpudoctor.errors import GpuDoctorError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog="gpudoctor run",
+        description="Run your own command (a script that crashes, hangs or fails) in a process group of its own "
+        "with a time limit and faulthandler on, and report how it ended: the signal, every thread's Python "
+        "frames, native frames from gdb where it is installed (a crashing command is run once more under it; a "
+        "hanging one is attached before the kill), the libraries it had mapped, and what the knowledge base and "
+        "the pre-flight checks make of it. `python` and `*.py` in the command run with --python. "
+        "Exit status: 0 it passed, 1 it failed, crashed or timed out, 2 usage error, 130/143 interrupted.",
+        usage="gpudoctor run [options] -- CMD [ARGS ...]",
+    )
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print one JSON document")
+    output.add_argument("--markdown", action="store_true", help="print a Markdown report for a bug report")
+    output.add_argument("--plain", action="store_true", help="plain text (the default)")
+    parser.add_argument("--python", metavar="PATH", help="the interpreter examined, and the one `python` runs")
+    parser.add_argument("--timeout", type=seconds, metavar="S", default=600.0, help="limit (default 600 s)")
+    parser.add_argument("--no-debugger", action="store_true", help="no gdb: no native frames, no second run")
+    add_report_file_arguments(parser)
+    return parser
+
+
+def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """gpudoctor's own options, and the command after ``--`` (required: a command's options are its own)."""
+    argv = list(argv)
+    if "--" not in argv:
+        if any(a in ("-h", "--help") for a in argv):
+            return argv, []
+        raise GpuDoctorError("give the command after --, e.g. gpudoctor run -- python repro.py")
+    at = argv.index("--")
+    command = argv[at + 1 :]
+    if not command:
+        raise GpuDoctorError("no command after --")
+    return argv[:at], command
+
+
+def run(argv: Sequence[str]) -> int:
+    from gpudoctor.reproducer.command import Reproducer
+    from gpudoctor.reproducer.diagnose import diagnose_reproducer
+
+    own, command = split_command(argv)
+    options = build_parser().parse_args(own)
+    reproducer = Reproducer(
+        argv=tuple(command), cwd=Path.cwd(), timeout_s=options.timeout, python=options.python,
+        debugger=not options.no_debugger,
+    )  # fmt: skip
+    return run_and_report(lambda scope: diagnose_reproducer(reproducer, scope), options)

@@ -1,0 +1,150 @@
+"""Native stacks of a user's process, with gdb in batch mode: a crashing command run once more under it (the
+crashing thread's frames, every thread's, the libraries mapped at the signal), or a hanging one attached before it
+is killed. gdb is the well-kept tool every Linux distribution packages; without it, say so and how to get it.
+
+Parsing is pure functions over gdb's text, tested on real gdb output; running gdb is ``crash_under_gdb`` and
+``attach_gdb``, each bounded in time and owned by the caller's cancellation scope.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from gpudoctor.cancel import CancelScope, run_owned
+from gpudoctor.model import NativeFrame, NativeStacks
+
+GDB_TIMEOUT_S = 60.0
+FRAMES_PER_THREAD = 32
+CRASHING_FRAMES = 64
+MAX_THREADS = 64
+NO_DEBUGGER = (
+    "no native frames: gdb is not installed (apt install gdb, dnf install gdb, or conda install gdb); "
+    "the Python frames above come from faulthandler"
+)
+_MARK = "@@gpudoctor"
+_FATAL = ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGTRAP", "SIGSYS")
+_RECEIVED = re.compile(r"(?:Program|Thread \d+ .*?) received signal (SIG[A-Z0-9]+)")
+_FRAME = re.compile(
+    r"^#(?P<number>\d+)\s+(?:0x[0-9a-fA-F]+ in )?(?P<function>.+?)(?: \(.*\))?(?: (?:from|at) (?P<where>\S+))?\s*$"
+)
+_THREAD = re.compile(r"^Thread (?P<number>\d+) \((?P<label>.*)\):\s*$")
+_LWP = re.compile(r"\(LWP (?P<lwp>\d+)\)(?: \"(?P<name>[^\"]*)\")?")
+_LIBRARY = re.compile(r"^(?:0x[0-9a-fA-F]+\s+0x[0-9a-fA-F]+|\s+)\s+\S+\s+(?:\(\*\)\s+)?(?P<path>/\S+)\s*$")
+
+
+def find_gdb() -> str | None:
+    return shutil.which("gdb")
+
+
+def gdb_version(gdb: str) -> str:
+    try:
+        first = subprocess.run([gdb, "--version"], capture_output=True, text=True, timeout=10, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "gdb"
+    match = re.search(r"(\d+\.\d+(?:\.\d+)?)", first.splitlines()[0] if first else "")
+    return f"gdb {match[1]}" if match else "gdb"
+
+
+def _section(text: str, name: str) -> str:
+    start = text.find(f"{_MARK}-{name}@@")
+    if start < 0:
+        return ""
+    start = text.find("\n", start) + 1
+    end = text.find(_MARK, start)
+    return text[start : end if end >= 0 else len(text)]
+
+
+def parse_frames(text: str, thread: str, limit: int = FRAMES_PER_THREAD) -> list[NativeFrame]:
+    frames = []
+    for line in text.splitlines():
+        match = _FRAME.match(line.strip())
+        if match and len(frames) < limit:
+            where = match["where"]
+            frames.append(NativeFrame(thread, int(match["number"]), match["function"].strip(), where))
+    return frames
+
+
+def parse_threads(text: str) -> list[NativeFrame]:
+    """Every thread's frames from ``thread apply all bt``, labelled "thread N (its label)"."""
+    frames: list[NativeFrame] = []
+    label, chunk, seen = None, [], 0
+    for line in [*text.splitlines(), "Thread 0 (end):"]:
+        header = _THREAD.match(line.strip())
+        if header:
+            if label is not None and seen <= MAX_THREADS:
+                frames += parse_frames("\n".join(chunk), label)
+            lwp = _LWP.search(header["label"])
+            named = f" {lwp['name']!r}" if lwp and lwp["name"] else ""
+            label = f"thread {header['number']}{named}" + (f" (LWP {lwp['lwp']})" if lwp else "")
+            chunk, seen = [], seen + 1
+        elif label is not None:
+            chunk.append(line)
+    return frames
+
+
+def parse_libraries(text: str) -> list[str]:
+    """The paths ``info sharedlibrary`` lists."""
+    return [m["path"] for line in text.splitlines() if (m := _LIBRARY.match(line))]
+
+
+def _commands(*sections: tuple[str, str]) -> list[str]:
+    argv = []
+    for name, command in sections:
+        argv += ["-ex", f'echo \\n{_MARK}-{name}@@\\n', "-ex", command]
+    return argv + ["-ex", f'echo \\n{_MARK}-end@@\\n']
+
+
+@dataclass(frozen=True)
+class GdbCrash:
+    """A run under gdb: the signal it stopped on (None: it did not crash this time), what gdb saw, its output."""
+
+    signal: str | None
+    stacks: NativeStacks
+    libraries: tuple[str, ...]
+
+
+def crash_under_gdb(
+    gdb: str, argv: Sequence[str], env: Mapping[str, str], cwd: str, timeout_s: float, cancel: CancelScope
+) -> GdbCrash:
+    """Run ``argv`` once more under gdb, stop at the first fatal signal, and take its frames and libraries."""
+    handle = ["-ex", "handle all nostop noprint pass", "-ex", f"handle {' '.join(_FATAL)} stop print nopass"]
+    setup = ["-ex", "set pagination off", "-ex", "set confirm off", "-ex", "set print thread-events off",
+             "-ex", "set startup-with-shell off", "-ex", "set width 0", *handle, "-ex", "run"]  # fmt: skip
+    after = _commands(("crash", f"bt {CRASHING_FRAMES}"), ("threads", f"thread apply all bt {FRAMES_PER_THREAD}"),
+                      ("libraries", "info sharedlibrary"))  # fmt: skip
+    command = [gdb, "-q", "-nx", "-batch", *setup, *after, "-ex", "kill", "--args", *argv]
+    version = gdb_version(gdb)
+    ran = run_owned(command, cancel, timeout_s, env=dict(env), cwd=cwd)
+    text = ran.stdout.decode("utf-8", "replace") + "\n" + ran.stderr
+    received = [s for s in _RECEIVED.findall(text) if s in _FATAL]
+    if ran.returncode is None:
+        return GdbCrash(None, NativeStacks(version, f"a second run under {version} did not end within "
+                                                    f"{timeout_s:g} s"), ())  # fmt: skip
+    if not received:
+        how = f"a second run under {version} did not crash (the crash does not reproduce every time)"
+        return GdbCrash(None, NativeStacks(version, how), ())
+    crashing = parse_frames(_section(text, "crash"), "crashing thread", CRASHING_FRAMES)
+    others = [f for f in parse_threads(_section(text, "threads")) if f.thread]
+    how = f"a second run under {version}, which stopped on {received[0]}: the crashing thread first, then every thread"
+    libraries = tuple(dict.fromkeys(parse_libraries(_section(text, "libraries"))))
+    return GdbCrash(received[0], NativeStacks(version, how, tuple(crashing + others)), libraries)
+
+
+def attach_gdb(gdb: str, pid: int, cancel: CancelScope) -> tuple[NativeStacks, tuple[str, ...]]:
+    """Every thread's native frames of a live (hanging) process, and its libraries; it is detached again."""
+    after = _commands(("threads", f"thread apply all bt {FRAMES_PER_THREAD}"), ("libraries", "info sharedlibrary"))
+    command = [gdb, "-q", "-nx", "-batch", "-ex", "set pagination off", "-ex", "set width 0", "-p", str(pid),
+               *after, "-ex", "detach"]  # fmt: skip
+    version = gdb_version(gdb)
+    ran = run_owned(command, cancel, GDB_TIMEOUT_S)
+    text = ran.stdout.decode("utf-8", "replace") + "\n" + ran.stderr
+    frames = parse_threads(_section(text, "threads"))
+    if not frames:
+        reason = next((line for line in text.splitlines() if "ptrace" in line or "not permitted" in line), "")
+        return NativeStacks(version, f"{version} could not attach to the process {reason}".strip()), ()
+    how = f"{version} attached before the kill: every thread"
+    return NativeStacks(version, how, tuple(frames)), tuple(dict.fromkeys(parse_libraries(_section(text, "libraries"))))
