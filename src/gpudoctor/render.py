@@ -210,9 +210,9 @@ def where_it_died(result: ProbeResult) -> list[str]:
     if result.native is not None:
         lines.append(f"native frames: {result.native.how}")
         native: dict[str, list[str]] = {}
-        for frame in result.native.frames:
-            native.setdefault(frame.thread, []).append(f"#{frame.number} {frame.function}" + (
-                f" ({frame.where})" if frame.where else ""))  # fmt: skip
+        for native_frame in result.native.frames:
+            native.setdefault(native_frame.thread, []).append(f"#{native_frame.number} {native_frame.function}" + (
+                f" ({native_frame.where})" if native_frame.where else ""))  # fmt: skip
         for label, frames in list(native.items())[:_THREADS_SHOWN]:
             shown = frames[:24] if label == "crashing thread" else frames[:4]
             lines += [f"  {label}:"] + [f"    {f}" for f in shown]

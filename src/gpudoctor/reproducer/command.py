@@ -17,9 +17,10 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from gpudoctor.cancel import CancelScope, kill_group, start_in_own_group
 from gpudoctor.capture import TailReader
@@ -118,7 +119,7 @@ def run_command(reproducer: Reproducer, cancel: CancelScope | None = None) -> Pr
     owner = cancel if cancel is not None else CancelScope()
     argv = command_line(reproducer)
     shown = redact_text(shlex.join(reproducer.argv))
-    common = {"id": RUN_ID, "probe": RUN_ID, "device": Device.NONE, "command": shown}
+    common: dict[str, Any] = {"id": RUN_ID, "probe": RUN_ID, "device": Device.NONE, "command": shown}
     env = command_environment(reproducer)
     started = time.monotonic()
     try:
@@ -143,9 +144,10 @@ def run_command(reproducer: Reproducer, cancel: CancelScope | None = None) -> Pr
         except subprocess.TimeoutExpired:
             timed_out = True
             stacks, libraries = _hang_stacks(process.pid, reproducer, owner)
-            # faulthandler (PYTHONFAULTHANDLER) prints every thread's Python frames on SIGABRT, then it dies
+            # faulthandler (PYTHONFAULTHANDLER) prints every thread's Python frames on SIGABRT, then it dies; the
+            # command itself only: its children's dumps would interleave with its own on the shared stderr
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGABRT)
+                os.kill(process.pid, signal.SIGABRT)
             try:
                 returncode = process.wait(timeout=_DUMP_GRACE_S)
             except subprocess.TimeoutExpired:
@@ -192,7 +194,7 @@ def _crash_stacks(
 def classify(
     reproducer: Reproducer, returncode: int, timed_out: bool, duration: float, stdout: str, stderr: str
 ) -> ProbeResult:
-    common = {
+    common: dict[str, Any] = {
         "id": RUN_ID, "probe": RUN_ID, "device": Device.NONE, "duration_s": duration,
         "command": redact_text(shlex.join(reproducer.argv)), "exit_code": returncode,
         "stdout_tail": redact_text(stdout), "stderr_tail": redact_text(stderr),
@@ -200,7 +202,7 @@ def classify(
     dumped = tuple(Frame(redact_text(f.file), f.line, f.function, f.thread) for f in faulthandler_frames(stderr))
     if timed_out:
         summary = f"no end after {reproducer.timeout_s:g} s: every thread's stack was taken, then its group killed"
-        return ProbeResult(outcome=Outcome.TIMEOUT, summary=summary, frames=dumped, **common)  # type: ignore[arg-type]
+        return ProbeResult(outcome=Outcome.TIMEOUT, summary=summary, frames=dumped, **common)
     # a shell or launcher reports its child's death by signal N as status 128 + N
     by_child = returncode > 128 and returncode - 128 in {s.value for s in signal.Signals}
     if returncode < 0 or by_child:
@@ -211,9 +213,9 @@ def classify(
         if by_child:
             summary = f"a child process was {summary} (exit status {returncode})"
         return ProbeResult(outcome=Outcome.CRASH, signal=name, summary=redact_text(summary), frames=dumped,
-                           **common)  # type: ignore[arg-type]  # fmt: skip
+                           **common)  # fmt: skip
     if returncode == 0:
-        return ProbeResult(outcome=Outcome.PASS, summary="exited with status 0", **common)  # type: ignore[arg-type]
+        return ProbeResult(outcome=Outcome.PASS, summary="exited with status 0", **common)
     exc_type, message, frames = traceback_tail(stderr)
     if exc_type:
         summary = f"exited with status {returncode}: {exc_type}: {message or ''}".rstrip(": ")
@@ -224,5 +226,5 @@ def classify(
         outcome=Outcome.FAIL, summary=redact_text(summary[:2000]), exception_type=exc_type,
         message=redact_text(message) if message else None,
         frames=tuple(Frame(redact_text(f.file), f.line, f.function) for f in frames),
-        **common,  # type: ignore[arg-type]
+        **common,
     )  # fmt: skip

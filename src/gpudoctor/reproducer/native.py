@@ -59,7 +59,7 @@ def _section(text: str, name: str) -> str:
 
 
 def parse_frames(text: str, thread: str, limit: int = FRAMES_PER_THREAD) -> list[NativeFrame]:
-    frames = []
+    frames: list[NativeFrame] = []
     for line in text.splitlines():
         match = _FRAME.match(line.strip())
         if match and len(frames) < limit:
@@ -71,7 +71,9 @@ def parse_frames(text: str, thread: str, limit: int = FRAMES_PER_THREAD) -> list
 def parse_threads(text: str) -> list[NativeFrame]:
     """Every thread's frames from ``thread apply all bt``, labelled "thread N (its label)"."""
     frames: list[NativeFrame] = []
-    label, chunk, seen = None, [], 0
+    label: str | None = None
+    chunk: list[str] = []
+    seen = 0
     for line in [*text.splitlines(), "Thread 0 (end):"]:
         header = _THREAD.match(line.strip())
         if header:
@@ -95,7 +97,7 @@ def _commands(*sections: tuple[str, str]) -> list[str]:
     argv = []
     for name, command in sections:
         argv += ["-ex", f'echo \\n{_MARK}-{name}@@\\n', "-ex", command]
-    return argv + ["-ex", f'echo \\n{_MARK}-end@@\\n']
+    return [*argv, "-ex", f'echo \\n{_MARK}-end@@\\n']
 
 
 @dataclass(frozen=True)
