@@ -13,6 +13,7 @@ import json
 import time
 from typing import Any
 
+from gpudoctor.atomic import atomic_write
 from gpudoctor.cancel import CancelScope
 from gpudoctor.fleet.ray_runner import ray_session
 from gpudoctor.model import Report
@@ -71,7 +72,9 @@ def sweep_on_ray(
                     done(cell, CellResult(cell, CellStatus.LOST, reason, duration_s=time.monotonic() - started))
                     continue
                 result = CellResult.from_dict(result_data)
-                if report_data is not None:
+                if report_data is not None and result.report is not None:
+                    # kept here too, where a local sweep keeps it (a bisect reads it back; a rerun reuses it)
+                    atomic_write(options.envs_dir / result.report, json.dumps(report_data, indent=2) + "\n")
                     local.record(cell, result, Report.from_dict(report_data))
                 done(cell, result)
     return Grid(tuple(results[c] for c in options.cells), interrupted=scope.cancelled)

@@ -228,3 +228,37 @@ def classify(
         frames=tuple(Frame(redact_text(f.file), f.line, f.function) for f in frames),
         **common,
     )  # fmt: skip
+
+
+FINGERPRINT_FILE_LIMIT = 16 * 1024 * 1024
+FINGERPRINT_FILES = 500
+
+
+def _digest(path: Path) -> str | None:
+    import hashlib
+
+    with contextlib.suppress(OSError):
+        if path.is_file() and path.stat().st_size <= FINGERPRINT_FILE_LIMIT:
+            return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return None
+
+
+def fingerprint(reproducer: Reproducer) -> dict[str, object]:
+    """What decides a reproducer's result besides the environment: the command, where it runs, its limit, and the
+    content of the files its arguments name and of the files beside a script (its kernels, its data), so that a kept
+    cell result is reused only while they are unchanged."""
+    digests: dict[str, str] = {}
+    for arg in reproducer.argv:
+        path = reproducer.cwd / arg
+        if (digest := _digest(path)) is not None:
+            digests[arg] = digest
+        if arg.endswith(".py") and path.is_file():
+            beside = sorted(
+                p for p in path.parent.rglob("*")
+                if p.is_file() and not any(part.startswith(".") or part == "__pycache__" for part in p.parts)
+            )[:FINGERPRINT_FILES]  # fmt: skip
+            for file in beside:
+                if (digest := _digest(file)) is not None:
+                    digests.setdefault(str(file.relative_to(path.parent)), digest)
+    return {"argv": list(reproducer.argv), "cwd": str(reproducer.cwd), "timeout_s": reproducer.timeout_s,
+            "files": digests}  # fmt: skip

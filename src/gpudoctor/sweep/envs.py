@@ -2,7 +2,8 @@
 from uv's shared cache, so a second cell costs seconds and megabytes, not gigabytes.
 
 This is the only module that runs uv; it comes with the ``sweep`` extra (``pip install "gpudoctor[sweep]"``).
-Where uv finds packages (indexes, find-links) is the user's uv configuration: gpudoctor passes none.
+Where uv finds packages (indexes, find-links) is the user's uv configuration; gpudoctor adds only the wheelhouses
+and --offline a command names (``--find-links DIR --offline``).
 """
 
 from __future__ import annotations
@@ -92,6 +93,20 @@ def installed_versions(python: Path | str, names: Sequence[str]) -> dict[str, st
         return dict.fromkeys(names)
 
 
+def _satisfies(installed: str | None, wanted: str) -> bool:
+    """Whether ``installed`` meets ``==wanted`` as pip reads it: 2.13.0+cpu meets ==2.13.0 (a local label matches
+    a requirement without one)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    if installed is None:
+        return False
+    try:
+        return SpecifierSet(f"=={wanted}").contains(Version(installed), prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return installed == wanted
+
+
 def _env_python(env: Path) -> Path:
     return env / "bin" / "python"
 
@@ -110,10 +125,21 @@ class EnvironmentBuilder:
     is not installed again. This is how a test reuses the torch it already has.
     """
 
-    def __init__(self, root: Path, *, inherit: str | None = None, uv: str | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        inherit: str | None = None,
+        uv: str | None = None,
+        find_links: Sequence[Path] = (),
+        offline: bool = False,
+    ) -> None:
         self.root = root
         self.uv = uv or find_uv()
         self.inherit = inherit
+        # wheelhouses (a GPU cluster cut off from the internet): passed to uv, and with offline, all there is
+        self.sources = [arg for folder in find_links for arg in ("--find-links", str(folder))]
+        self.sources += ["--offline"] if offline else []
         self._inherited: dict[str, str | None] | None = None
         self._inherited_paths: list[str] | None = None
 
@@ -128,7 +154,7 @@ class EnvironmentBuilder:
         return {name: self._inherited.get(name) for name in names}
 
     def _stamp(self, cell: Cell) -> dict[str, object]:
-        return {"cell": cell.to_dict(), "inherit": self.inherit}
+        return {"cell": cell.to_dict(), "inherit": self.inherit}  # where wheels came from does not change a cell
 
     def build(self, cell: Cell, cancel: CancelScope, extra: Sequence[str] = ("numpy", "cffi")) -> Built | NotBuilt:
         """The cell's environment: reused when an earlier build of the same cell completed, else built."""
@@ -147,7 +173,8 @@ class EnvironmentBuilder:
         self.root.mkdir(parents=True, exist_ok=True)
         uv_env = {**os.environ, "VIRTUAL_ENV": "", "UV_NO_PROGRESS": "1"}
         created = run_uv(
-            [self.uv, "venv", "--quiet", "--python", cell.python, str(env)], cancel, _BUILD_TIMEOUT_S, uv_env
+            [self.uv, "venv", "--quiet", *(["--offline"] if "--offline" in self.sources else []), "--python",
+             cell.python, str(env)], cancel, _BUILD_TIMEOUT_S, uv_env,
         )
         if created.returncode != 0:
             return NotBuilt(False, "uv venv: " + _reason(created.stderr), time.monotonic() - started)
@@ -155,11 +182,12 @@ class EnvironmentBuilder:
         inherited = self._inherited_versions(list(wanted))
         if self.inherit is not None:
             self._write_inherit_pth(env)
-        requirements = [f"{name}=={version}" for name, version in wanted.items() if inherited.get(name) != version]
+        requirements = [f"{name}=={version}" for name, version in wanted.items()
+                        if not _satisfies(inherited.get(name), version)]  # fmt: skip
         requirements += [name for name in extra if self.inherit is None]
         if requirements:
             installed = run_uv(
-                [self.uv, "pip", "install", "--quiet", "--python", str(_env_python(env)), *requirements],
+                [self.uv, "pip", "install", "--quiet", *self.sources, "--python", str(_env_python(env)), *requirements],
                 cancel,
                 _BUILD_TIMEOUT_S,
                 uv_env,

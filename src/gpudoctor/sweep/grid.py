@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import os
 import re
 import subprocess
 import sys
@@ -130,6 +131,26 @@ def released_versions(name: str, python: str = sys.executable) -> list[Version]:
             versions.append(Version(text.strip()))
         except InvalidVersion:
             continue
+    return sorted(v for v in versions if not v.is_prerelease)
+
+
+def wheelhouse_releases(folders: Sequence[Path], name: str) -> list[Version]:
+    """Every release of ``name`` that has a wheel in these folders (a wheelhouse for offline sweeps), oldest first;
+    wheel file names spell the distribution with underscores (PEP 427)."""
+    wanted = re.sub(r"[-_.]+", "_", name).lower()
+    versions = set()
+    for folder in folders:
+        try:
+            names = os.listdir(folder)
+        except OSError as error:
+            raise GpuDoctorError(f"--find-links {folder}: {error.strerror or error}") from None
+        for file in names:
+            parts = file.split("-")
+            if file.endswith(".whl") and len(parts) >= 5 and re.sub(r"[-_.]+", "_", parts[0]).lower() == wanted:
+                try:
+                    versions.add(Version(parts[1]))
+                except InvalidVersion:
+                    continue
     return sorted(v for v in versions if not v.is_prerelease)
 
 

@@ -29,6 +29,7 @@ from gpudoctor.textfile import read_text
 
 if TYPE_CHECKING:
     from gpudoctor.kernelspec import CallRequest
+    from gpudoctor.reproducer.command import Reproducer
 
 RESULTS_DIR = "results"
 MAX_KEPT_BYTES = 64 * 1024 * 1024  # a kept cell result or report
@@ -48,6 +49,9 @@ class SweepOptions:
     probe_dir: Path | None = None
     kernel: Path | None = None  # the user's kernel package: `gpudoctor kernel` in every cell instead of the probes
     kernel_requests: tuple[CallRequest, ...] = ()
+    reproducer: Reproducer | None = None  # `gpudoctor bisect`: the user's command in every cell (no matrix rows)
+    find_links: tuple[Path, ...] = ()  # wheelhouses for uv (with offline: nothing from an index)
+    offline: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,9 @@ EventCallback = Callable[[SweepEvent], None]
 class Sweep:
     def __init__(self, options: SweepOptions, builder: EnvironmentBuilder | None = None) -> None:
         self.options = options
-        self.builder = builder or EnvironmentBuilder(options.envs_dir, inherit=options.inherit)
+        self.builder = builder or EnvironmentBuilder(
+            options.envs_dir, inherit=options.inherit, find_links=options.find_links, offline=options.offline
+        )
         self.results_dir = options.envs_dir / RESULTS_DIR
         self.known = run_ids(load_catalog((options.probe_dir or default_probe_dir()).absolute()))
 
@@ -117,6 +123,10 @@ class Sweep:
         if self.options.kernel is not None:
             request["kernel"] = str(self.options.kernel)
             request["kernel_calls"] = [repr(r) for r in self.options.kernel_requests]
+        if self.options.reproducer is not None:
+            from gpudoctor.reproducer.command import fingerprint
+
+            request["reproducer"] = fingerprint(self.options.reproducer)
         return request
 
     def examine(self, cell: Cell, cancel: CancelScope, on_event: EventCallback | None) -> CellResult:
@@ -161,7 +171,12 @@ class Sweep:
         return self._keep(cell, result)
 
     def _examine(self, built: Built, cancel: CancelScope) -> Report:
-        """The doctor in the cell's environment: its probes, or the user's kernel next to the control."""
+        """The doctor in the cell's environment: its probes, the user's kernel next to the control, or the user's
+        reproducer."""
+        if self.options.reproducer is not None:
+            from gpudoctor.reproducer.diagnose import diagnose_reproducer
+
+            return diagnose_reproducer(dataclasses.replace(self.options.reproducer, python=str(built.python)), cancel)
         if self.options.kernel is not None:
             from gpudoctor.kernel import KernelOptions, diagnose_kernel
 
@@ -191,6 +206,8 @@ class Sweep:
         """Merge the cell's row into the matrix (when there is one, and the cell was examined)."""
         if self.options.matrix_dir is None or result.report is None or self.options.kernel is not None:
             return  # a user's kernel says nothing about the stack's row
+        if self.options.reproducer is not None:
+            return  # nor does a user's reproducer
         from gpudoctor.matrix import MatrixStore, row_from_report
 
         if report is None:
