@@ -46,7 +46,13 @@ def _field(value: Any, digits: int | None) -> Any:
 
 def _builtins(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _field(getattr(value, f.name), f.metadata.get("digits")) for f in dataclasses.fields(value)}
+        # fields the model marks omit_empty appear only when they hold something: reports recorded before them
+        # keep their ids
+        return {
+            f.name: _field(getattr(value, f.name), f.metadata.get("digits"))
+            for f in dataclasses.fields(value)
+            if not (f.metadata.get("omit_empty") and getattr(value, f.name) in (None, ()))
+        }
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, Mapping):

@@ -218,8 +218,8 @@ class ProbeResult:
     peak_rss_mib: float | None = field(default=None, metadata={"digits": 1})
     # `gpudoctor run`: native frames where a debugger could take them, and the shared libraries the process had
     # mapped when it ended (as last seen; redacted paths)
-    native: NativeStacks | None = None
-    mapped_libraries: tuple[str, ...] = ()
+    native: NativeStacks | None = field(default=None, metadata={"omit_empty": True})
+    mapped_libraries: tuple[str, ...] = field(default=(), metadata={"omit_empty": True})
 
     @property
     def patched(self) -> bool:
