@@ -4,6 +4,7 @@ with a real parser); native frames from the real gdb where this machine has it."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -111,3 +112,56 @@ def test_a_shell_reports_its_childs_signal_and_bad_input_is_one_line() -> None:
     missing = run_cli("run", "--json", "--", "/nonexistent/command")
     assert missing.returncode == 1 and "could not start the command" in missing.stdout
     assert os.environ.get("PYTHONFAULTHANDLER") != "set by the test"  # the environment is the command's own copy
+
+
+H100 = ROOT / "tests" / "fixtures" / "h100" / "reproducer"
+
+
+def test_seed_000_run_and_bisected_on_the_h100_is_the_scripts_fault() -> None:
+    """Recorded on the H100 (driver 580, torch 2.11 cu130) from a wheelhouse of MAX 25.4, 25.5 and 26.1 installed
+    offline: seed 000's reproducer dies of SIGSEGV in _Model_execute on every release, and the bisect says so;
+    `gpudoctor run` shows the Python frames of the dying process and the libcuda and libmax it had mapped (no gdb
+    there: the report says so and how to get it). Here, the scan of the kernels beside the script, with the
+    recorded crash, names the line at fault."""
+    from gpudoctor.knowledge import load_known_issues, match_findings
+    from gpudoctor.reproducer.command import Reproducer
+    from gpudoctor.reproducer.diagnose import HOST_INDEXING_DETAIL, host_indexing_lines
+
+    bisect = json.loads((H100 / "seed000-bisect.json").read_text())
+    assert [(c["max"], c["way"]["outcome"], c["way"]["detail"]) for c in bisect["cells"]] == [
+        ("25.4.0", "crash", "SIGSEGV"), ("25.5.0", "crash", "SIGSEGV"), ("26.1.0", "crash", "SIGSEGV"),
+    ]  # fmt: skip
+    assert bisect["transitions"] == [] and "the fault is most likely the script's" in bisect["verdict"][0]
+    document = json.loads((H100 / "seed000-run.json").read_text())
+    validate_report(document)
+    report = Report.from_dict(document)
+    (result,) = report.results
+    assert result.outcome.value == "crash" and result.signal == "SIGSEGV"
+    assert "_Model_execute" in {f.function for f in result.frames}  # the seed's stack
+    assert any("libcuda.so.580" in p for p in result.mapped_libraries)
+    assert any(p.endswith("libmax.so") for p in result.mapped_libraries)
+    assert result.native is not None and result.native.how == native.NO_DEBUGGER
+
+    reproducer = Reproducer(("python", "tests/reproducers/seed000_host_indexing/repro.py", "cuda"), cwd=ROOT)
+    lines = host_indexing_lines(reproducer)
+    assert lines == ["tests/reproducers/seed000_host_indexing/kernels/copy_first.mojo:17: `output[0, 0] = "
+                     "input[0, 0]` (op copy_first, outside foreach)"]  # fmt: skip
+    scanned = dataclasses.replace(report, results=(
+        dataclasses.replace(result, details={HOST_INDEXING_DETAIL: lines}),))  # fmt: skip
+    (finding,) = [f for f in match_findings(scanned, load_known_issues()) if f.severity == "problem"]
+    assert finding.id == "reproducer-kernel-indexes-device-tensor" and finding.runs == ("reproducer",)
+    assert "copy_first.mojo:17" in finding.evidence[0]
+    on_cpu = dataclasses.replace(scanned, environment=dataclasses.replace(
+        report.environment, driver=dataclasses.replace(report.environment.driver, gpus=())))  # fmt: skip
+    assert not [f for f in match_findings(on_cpu, load_known_issues()) if f.severity == "problem"]
+
+
+def test_seed_002_on_cuda_bisected_on_the_h100() -> None:
+    report = json.loads((H100 / "seed002-bisect.json").read_text())
+    assert [(c["max"], c["verdict"]) for c in report["cells"]] == [("25.4.0", "bad"), ("25.5.0", "good")]
+    bad = report["cells"][0]
+    assert bad["way"]["detail"] == "AssertionError" and "the default factor=2 gave" in bad["summary"]
+    assert "it was fixed 25.4.0 -> 25.5.0" in report["verdict"][0]
+    for cells in ("seed000-cells", "seed002-cells"):
+        for path in sorted((H100 / cells).glob("*.json")):
+            validate_report(json.loads(path.read_text()))

@@ -166,6 +166,18 @@ def _kernel_host_indexing_not_called(report: Report) -> list[PredicateEvidence]:
     ]
 
 
+def _reproducer_host_indexing(report: Report) -> list[PredicateEvidence]:
+    """`gpudoctor run`: a reproducer that crashed on a GPU stack, with lines of the Mojo packages beside it that
+    index tensors from host code (the static scan of gpudoctor.reproducer.diagnose)."""
+    result = report.result("reproducer")
+    if result is None or result.outcome is not Outcome.CRASH or not report.environment.driver.gpus:
+        return []
+    lines = result.details.get("mojo_host_indexing")
+    if not isinstance(lines, list):
+        return []
+    return [(f"static scan: {line}", result.id) for line in lines if isinstance(line, str)]
+
+
 def _kernel_crashes_where_control_passes(report: Report) -> list[PredicateEvidence]:
     evidence: list[PredicateEvidence] = []
     for kernel, control in _kernel_runs(report):
@@ -232,6 +244,7 @@ def _kernel_source_rejected(report: Report) -> list[PredicateEvidence]:
 
 
 PREDICATES: Mapping[str, Callable[[Report], list[PredicateEvidence]]] = {
+    "reproducer_host_indexing": _reproducer_host_indexing,
     "kernel_source_rejected": _kernel_source_rejected,
     "torch_cuda_newer_than_driver": _torch_cuda_newer_than_driver,
     "kernel_host_indexing": _kernel_host_indexing,

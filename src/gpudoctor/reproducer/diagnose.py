@@ -4,19 +4,57 @@ command), and the pre-flight checks, known issues and mechanisms over all of it 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from gpudoctor.cancel import CancelScope
 from gpudoctor.doctor import make_report
 from gpudoctor.interpreter import resolve_python
 from gpudoctor.inventory import collect_environment
 from gpudoctor.model import Report
+from gpudoctor.mojoscan import scan_package
 from gpudoctor.reproducer.command import Reproducer, run_command
+
+HOST_INDEXING_DETAIL = "mojo_host_indexing"  # lines of Mojo packages beside the script that index from host code
+MAX_PACKAGES = 16
+
+
+def mojo_packages_beside(reproducer: Reproducer) -> list[Path]:
+    """The Mojo packages (folders with __init__.mojo) in and below the folder of each script the command names, up
+    to two levels down: the custom ops a reproducer loads with CustomOpLibrary usually live there."""
+    found: list[Path] = []
+    for arg in reproducer.argv:
+        script = reproducer.cwd / arg
+        if not arg.endswith(".py") or not script.is_file():
+            continue
+        for marker in sorted(script.parent.glob("__init__.mojo")) + sorted(script.parent.glob("*/__init__.mojo")) + \
+                sorted(script.parent.glob("*/*/__init__.mojo")):  # fmt: skip
+            if marker.parent not in found and len(found) < MAX_PACKAGES:
+                found.append(marker.parent)
+    return found
+
+
+def host_indexing_lines(reproducer: Reproducer) -> list[str]:
+    """Every line of those packages' execute() that indexes a tensor from host code (gpudoctor.mojoscan's static
+    scan, as `gpudoctor kernel` runs it): what crashes on a GPU only (seed 000)."""
+    lines = []
+    for package in mojo_packages_beside(reproducer):
+        scan = scan_package(package)
+        try:
+            where = package.relative_to(reproducer.cwd)
+        except ValueError:
+            where = package
+        lines += [f"{where}/{line.file}:{line.line}: `{line.text}` (op {op.name}, outside foreach)"
+                  for op in scan.ops for line in op.host_indexing]  # fmt: skip
+    return lines
 
 
 def diagnose_reproducer(reproducer: Reproducer, cancel: CancelScope | None = None) -> Report:
     """Inventory, run, diagnose. The interpreter examined is ``reproducer.python`` (default: the one running
-    gpudoctor), and it is the one that runs ``python``/``*.py`` in the command."""
+    gpudoctor), and it is the one that runs ``python``/``*.py`` in the command. The Mojo packages beside the
+    script are scanned as `gpudoctor kernel` scans them."""
     python = resolve_python(reproducer.python)
     environment = collect_environment(python, cancel=cancel)
     result = run_command(dataclasses.replace(reproducer, python=python), cancel)
+    if lines := host_indexing_lines(reproducer):
+        result = dataclasses.replace(result, details={**result.details, HOST_INDEXING_DETAIL: lines[:20]})
     return make_report(environment, [result])

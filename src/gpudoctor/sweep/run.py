@@ -92,6 +92,13 @@ class Sweep:
             options.envs_dir, inherit=options.inherit, find_links=options.find_links, offline=options.offline
         )
         self.results_dir = options.envs_dir / RESULTS_DIR
+        if options.reproducer is not None:  # each reproducer keeps its own results: cells are shared, runs are not
+            import hashlib
+
+            from gpudoctor.reproducer.command import fingerprint
+
+            digest = hashlib.sha256(json.dumps(fingerprint(options.reproducer), sort_keys=True).encode()).hexdigest()
+            self.results_dir = self.results_dir / f"reproducer-{digest[:12]}"
         self.known = run_ids(load_catalog((options.probe_dir or default_probe_dir()).absolute()))
 
     def _result_file(self, cell: Cell) -> Path:
