@@ -115,3 +115,30 @@ def hanging_catalog(tmp_path: Path) -> Path:
         '[[probe]]\nid = "after-hang"\nscript = "passes.py"\ntitle = "after the hang"\nstage = 2\n'
         'devices = ["cpu"]\nafter = ["hangs"]\n',
     )
+
+
+def tiny_wheel(folder: Path, name: str, version: str) -> Path:
+    """A real (tiny) wheel of distribution ``name``: a module, METADATA, WHEEL and a RECORD with hashes, as a
+    wheelhouse for offline sweeps and bisects holds (real uv installs it)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    module = name.replace("-", "_")
+    files = {
+        f"{module}/__init__.py": f"__version__ = {version!r}\n",
+        f"{module}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{module}-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: gpudoctor-tests\n"
+        "Root-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(text.encode())}")
+    record.append(f"{module}-{version}.dist-info/RECORD,,")
+    files[f"{module}-{version}.dist-info/RECORD"] = "\n".join(record) + "\n"
+    wheel_path = folder / f"{module}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel_path, "w") as wheel:
+        for path, text in files.items():
+            wheel.writestr(path, text)
+    return wheel_path

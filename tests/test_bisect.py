@@ -5,18 +5,15 @@ this CPU, recorded (tests/fixtures/bisect/seed002-cpu)."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import signal
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, run_cli, validate_report
+from conftest import ROOT, run_cli, tiny_wheel, validate_report
 
 from gpudoctor.reproducer.bisect import BisectSearch, Way, transitions
 
@@ -64,29 +61,11 @@ def test_seed_002s_shape_costs_five_cells_and_tells_the_ways_apart() -> None:
     assert found[("25.3", "25.4")] == ("fails another way", "bad", True)
 
 
-def _wheel(folder: Path, version: str) -> None:
-    """A real (tiny) wheel of a `max` distribution: a module, METADATA, WHEEL and a RECORD with hashes."""
-    files = {
-        "max/__init__.py": f"__version__ = {version!r}\n",
-        f"max-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: max\nVersion: {version}\n",
-        f"max-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: gpudoctor-tests\nRoot-Is-Purelib: true\n"
-        "Tag: py3-none-any\n",
-    }
-    record = []
-    for name, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-        record.append(f"{name},sha256={digest},{len(text.encode())}")
-    files[f"max-{version}.dist-info/RECORD"] = "\n".join([*record, f"max-{version}.dist-info/RECORD,,"]) + "\n"
-    with zipfile.ZipFile(folder / f"max-{version}-py3-none-any.whl", "w") as wheel:
-        for name, text in files.items():
-            wheel.writestr(name, text)
-
-
 @pytest.fixture(scope="module")
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("wheelhouse")
     for version in RELEASES:
-        _wheel(folder, version)
+        tiny_wheel(folder, "max", version)
     return folder
 
 

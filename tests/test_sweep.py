@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import tomllib
-from conftest import run_cli
+from conftest import run_cli, tiny_wheel
 from packaging.version import Version
 
 from gpudoctor.errors import GpuDoctorError
@@ -139,3 +139,20 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
         completed = run_cli("sweep", "--envs", str(tmp_path / "envs"), "--no-matrix", *args)
         assert completed.returncode == 2, completed.stderr
         assert message in completed.stderr and "Traceback" not in completed.stderr
+
+
+def test_a_sweep_installs_offline_from_a_wheelhouse(tmp_path: Path) -> None:
+    """--find-links DIR --offline: the releases come from the wheelhouse alone (a range over them), and uv installs
+    from it with no index (tiny real `max` wheels here; a GPU cluster's staged MAX releases in use)."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for release in ("91.1.0", "91.2.0"):
+        tiny_wheel(wheels, "max", release)
+    _, grid, stderr = _sweep(
+        tmp_path, "--torch", TORCH, "--max", "91.1..91.2", "--find-links", str(wheels), "--offline",
+        "--only", "torch-env", "--no-matrix",
+    )  # fmt: skip
+    assert [c["installed"]["max"] for c in grid["cells"]] == ["91.1.0", "91.2.0"], stderr[-2000:]
+    assert all(c["status"] in ("healthy", "problem") for c in grid["cells"])
+    refused = run_cli("sweep", "--torch", TORCH, "--max", "91.1.0", "--offline")
+    assert refused.returncode == 2 and "--offline needs --find-links" in refused.stderr

@@ -67,13 +67,7 @@ def _max_versions(spec: str, find_links: Sequence[Path], offline: bool) -> tuple
 
     from gpudoctor.sweep import grid
 
-    def releases(name: str) -> list[Version]:
-        found = set(grid.wheelhouse_releases(find_links, name)) if find_links else set()
-        if not offline:
-            found |= set(grid.released_versions(name))
-        return sorted(found)
-
-    chosen = grid.expand_versions(spec, "max", releases)
+    chosen = grid.expand_versions(spec, "max", grid.release_lister(find_links, offline))
     return tuple(sorted(dict.fromkeys(chosen), key=Version))
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from gpudoctor.cli.common import (
     OneLineParser,
     existing_file,
+    existing_folder,
     folder_to_write,
     positive_int,
     seconds,
@@ -71,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
         help='spread the cells over a Ray cluster\'s nodes, one task per cell (pip install "gpudoctor[fleet]")',
     )
     parser.add_argument("--address", metavar="ADDR", help="with --ray: the head (default: as Ray resolves it)")
+    parser.add_argument("--find-links", type=existing_folder, action="append", metavar="DIR", help="a wheelhouse")
+    parser.add_argument("--offline", action="store_true", help="install from the wheelhouses and uv's cache only")
     parser.add_argument(
         "--inherit",
         metavar="PYTHON",
@@ -106,8 +109,12 @@ def run(argv: Sequence[str]) -> int:
         raise GpuDoctorError("a sweep needs --torch and --max (or a --grid file naming both)")
     python = options.python or spec.get("python") or default_python()
     assert isinstance(torch_spec, str | list) and isinstance(max_spec, str | list) and isinstance(python, str)
-    torch_versions = gridmod.expand_versions(torch_spec, "torch", gridmod.released_versions)
-    max_versions = gridmod.expand_versions(max_spec, "max", gridmod.released_versions)
+    if options.offline and not options.find_links:
+        raise GpuDoctorError("--offline needs --find-links DIR (the wheelhouse to install from)")
+    find_links = tuple(Path(f).absolute() for f in options.find_links or ())
+    releases = gridmod.release_lister(find_links, options.offline)
+    torch_versions = gridmod.expand_versions(torch_spec, "torch", releases)
+    max_versions = gridmod.expand_versions(max_spec, "max", releases)
     matrix_dir = None
     if not options.no_matrix:
         from gpudoctor.matrix import default_matrix_dir
@@ -133,6 +140,8 @@ def run(argv: Sequence[str]) -> int:
         inherit=options.inherit,
         kernel=kernel_path,
         kernel_requests=kernel_requests,
+        find_links=find_links,
+        offline=options.offline,
     )
     started = time.monotonic()
     done = 0

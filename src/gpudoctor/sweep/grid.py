@@ -154,6 +154,19 @@ def wheelhouse_releases(folders: Sequence[Path], name: str) -> list[Version]:
     return sorted(v for v in versions if not v.is_prerelease)
 
 
+def release_lister(find_links: Sequence[Path], offline: bool) -> ReleaseLister:
+    """Where releases are listed from: the package index, plus the wheelhouses given; with ``offline``, the
+    wheelhouses alone."""
+
+    def releases(name: str) -> list[Version]:
+        found = set(wheelhouse_releases(find_links, name)) if find_links else set()
+        if not offline:
+            found |= set(released_versions(name))
+        return sorted(found)
+
+    return releases
+
+
 def _version(text: str, what: str) -> Version:
     try:
         return Version(text)
