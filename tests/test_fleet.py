@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MARKER_ENV, processes_with_marker, synthetic_copy
+from conftest import MARKER_ENV, processes_with_marker, synthetic_copy, tiny_wheel
 
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
@@ -434,3 +434,27 @@ def test_sweep_spreads_its_cells_over_the_cluster(cluster: tuple[Cluster, Path],
     assert cell["status"] in ("healthy", "problem"), cell  # the shadowed node may have taken it
     rows = list((tmp_path / "matrix" / "rows").glob("*.toml"))
     assert len(rows) == 1 and tomllib.loads(rows[0].read_text())["environment"]["max"] == version("max")
+
+
+def test_bisect_examines_its_cells_on_the_cluster(cluster: tuple[Cluster, Path], tmp_path: Path) -> None:
+    """`gpudoctor bisect --ray`: each round's cells are tasks on the cluster's nodes (installed offline from a
+    wheelhouse of tiny `max` wheels there), their reports kept on this machine, and the change found."""
+    head, _ = cluster
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for release in ("92.1.0", "92.2.0", "92.3.0", "92.4.0", "92.5.0", "92.6.0"):
+        tiny_wheel(wheels, "max", release)
+    script = tmp_path / "repro.py"
+    script.write_text("import sys\nfrom importlib.metadata import version\n"
+                      "sys.exit(int(version('max').split('.')[1]) >= 4)\n")  # fmt: skip
+    completed = subprocess.run(
+        [sys.executable, "-m", "gpudoctor", "bisect", "--ray", "--address", head.address, "--parallel", "2",
+         "--max", "92.1..92.6", "--find-links", str(wheels), "--offline", "--inherit", sys.executable,
+         "--envs", str(tmp_path / "envs"), "--json", "--", "python", str(script)],
+        capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    assert completed.stdout, completed.stderr[-3000:]
+    report = json.loads(completed.stdout)
+    assert [(t["before"], t["after"], t["exact"]) for t in report["transitions"]] == [("92.3.0", "92.4.0", True)]
+    for cell in report["cells"]:
+        assert (tmp_path / "envs" / cell["report"]).is_file()  # kept here, as a local bisect keeps them
