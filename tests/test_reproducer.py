@@ -105,7 +105,8 @@ def test_a_shell_reports_its_childs_signal_and_bad_input_is_one_line() -> None:
     (result,) = Report.from_dict(json.loads(completed.stdout)).results
     assert result.outcome.value == "crash" and result.signal == "SIGABRT" and "a child process was" in result.summary
     for argv, said in ((["run"], "give the command after --"), (["run", "--"], "no command after --"),
-                       (["run", "--timeout", "0", "--", "true"], "must be seconds above 0")):  # fmt: skip
+                       (["run", "--timeout", "0", "--", "true"], "must be seconds above 0"),
+                       (["run", "--tui", "--", "true"], "--tui needs a terminal")):  # fmt: skip
         failed = run_cli(*argv)
         assert failed.returncode == 2 and said in failed.stderr and "Traceback" not in failed.stderr
         assert len(failed.stderr.strip().splitlines()) == 1

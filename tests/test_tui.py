@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import MARKER_ENV, ROOT, SYNTHETIC, hanging_catalog, processes_with_marker, run_cli, validate_report
@@ -302,4 +303,34 @@ async def _cancel_worker(probes: Path, tmp_path: Path, marker: str) -> None:
         assert app.report is not None and app.report.interrupted
         assert app.results["hangs"].outcome is Outcome.INTERRUPTED
         assert "interrupted" in str(app.query_one("#probes").get_row("hangs")[1])  # type: ignore[attr-defined]
+        await pilot.press("q")
+
+
+def test_your_own_crashing_command_in_the_app(tmp_path: Path) -> None:
+    """`gpudoctor run --tui`: the real segfaulting reproducer (tests/reproducers) in the doctor's app — its row,
+    its stacks (Python and, with gdb, native) in the details pane, and the report exported as every face has it."""
+    asyncio.run(_own_command(tmp_path))
+
+
+async def _own_command(tmp_path: Path) -> None:
+    from gpudoctor.reproducer.command import Reproducer
+    from gpudoctor.reproducer.diagnose import diagnose_reproducer
+
+    reproducer = Reproducer(("python", str(ROOT / "tests" / "reproducers" / "segfault_in_thread.py")), timeout_s=120)
+
+    def job(scope: Any, on_environment: Any, on_result: Any) -> Any:
+        return diagnose_reproducer(reproducer, scope, on_environment=on_environment, on_result=on_result)
+
+    app = DoctorApp(DoctorOptions(), export_dir=tmp_path, job=job)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await _wait_for_report(app, pilot)
+        assert app.report is not None and [r.outcome for r in app.report.results] == [Outcome.CRASH]
+        assert app.query_one("#probes").row_count == 1
+        await _select(app, pilot, "reproducer")
+        details = app.details_text("reproducer").plain
+        assert "where it died:" in details and "Python, crashing thread:" in details
+        assert "segfault_in_thread.py:11 in worker" in details
+        assert ("native frames: a second run under gdb" in details) == (shutil.which("gdb") is not None)
+        await pilot.press("m")
+        assert "Where it died:" in (tmp_path / "gpudoctor-report.md").read_text()
         await pilot.press("q")

@@ -1,6 +1,6 @@
-"""A command's request for the interactive face: on a terminal, `gpudoctor` and `gpudoctor fleet` hand their parsed
-options to the TUI instead of printing. The CLI returns one of these; the program (gpudoctor.program) starts the
-TUI with it, so that no face imports another."""
+"""A command's request for the interactive face: on a terminal, `gpudoctor`, `gpudoctor fleet` and
+`gpudoctor run --tui` hand their parsed options to the TUI instead of printing. The CLI returns one of these; the
+program (gpudoctor.program) starts the TUI with it, so that no face imports another."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from gpudoctor.doctor import DoctorOptions
     from gpudoctor.fleet.ray_runner import FleetOptions
     from gpudoctor.fleet.report import FleetReport
+    from gpudoctor.reproducer.command import Reproducer
 
 
 @dataclass(frozen=True)
@@ -32,4 +33,12 @@ class FleetAppRequest:
     after: Callable[[FleetReport], None]
 
 
-Handoff = DoctorAppRequest | FleetAppRequest
+@dataclass(frozen=True)
+class RunAppRequest:
+    """`gpudoctor run --tui`: the user's command in the doctor's app; write these report files when it ends."""
+
+    reproducer: Reproducer
+    files: ReportFiles
+
+
+Handoff = DoctorAppRequest | FleetAppRequest | RunAppRequest

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gpudoctor.cli.common import OneLineParser, add_report_file_arguments, run_and_report, seconds
+from gpudoctor.cli.common import OneLineParser, add_report_file_arguments, report_files, run_and_report, seconds
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.handoff import RunAppRequest
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--json", action="store_true", help="print one JSON document")
     output.add_argument("--markdown", action="store_true", help="print a Markdown report for a bug report")
     output.add_argument("--plain", action="store_true", help="plain text (the default)")
+    output.add_argument("--tui", action="store_true", help="the interactive view, on a terminal")
     parser.add_argument("--python", metavar="PATH", help="the interpreter examined, and the one `python` runs")
     parser.add_argument("--timeout", type=seconds, metavar="S", default=600.0, help="limit (default 600 s)")
     parser.add_argument("--no-debugger", action="store_true", help="no gdb: no native frames, no second run")
@@ -46,7 +49,7 @@ def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return argv[:at], command
 
 
-def run(argv: Sequence[str]) -> int:
+def run(argv: Sequence[str]) -> int | RunAppRequest:
     from gpudoctor.reproducer.command import Reproducer
     from gpudoctor.reproducer.diagnose import diagnose_reproducer
 
@@ -56,4 +59,8 @@ def run(argv: Sequence[str]) -> int:
         argv=tuple(command), cwd=Path.cwd(), timeout_s=options.timeout, python=options.python,
         debugger=not options.no_debugger,
     )  # fmt: skip
+    if options.tui:
+        if not sys.stdout.isatty():
+            raise GpuDoctorError("--tui needs a terminal; use --plain, --json or --markdown")
+        return RunAppRequest(reproducer, report_files(options))
     return run_and_report(lambda scope: diagnose_reproducer(reproducer, scope), options)

@@ -4,13 +4,14 @@ command), and the pre-flight checks, known issues and mechanisms over all of it 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 from gpudoctor.cancel import CancelScope
 from gpudoctor.doctor import make_report
 from gpudoctor.interpreter import resolve_python
 from gpudoctor.inventory import collect_environment
-from gpudoctor.model import Report
+from gpudoctor.model import Environment, ProbeResult, Report
 from gpudoctor.mojoscan import scan_package
 from gpudoctor.reproducer.command import Reproducer, run_command
 
@@ -48,13 +49,23 @@ def host_indexing_lines(reproducer: Reproducer) -> list[str]:
     return lines
 
 
-def diagnose_reproducer(reproducer: Reproducer, cancel: CancelScope | None = None) -> Report:
+def diagnose_reproducer(
+    reproducer: Reproducer,
+    cancel: CancelScope | None = None,
+    *,
+    on_environment: Callable[[Environment], None] | None = None,
+    on_result: Callable[[ProbeResult], None] | None = None,
+) -> Report:
     """Inventory, run, diagnose. The interpreter examined is ``reproducer.python`` (default: the one running
     gpudoctor), and it is the one that runs ``python``/``*.py`` in the command. The Mojo packages beside the
     script are scanned as `gpudoctor kernel` scans them."""
     python = resolve_python(reproducer.python)
     environment = collect_environment(python, cancel=cancel)
+    if on_environment is not None:
+        on_environment(environment)
     result = run_command(dataclasses.replace(reproducer, python=python), cancel)
     if lines := host_indexing_lines(reproducer):
         result = dataclasses.replace(result, details={**result.details, HOST_INDEXING_DETAIL: lines[:20]})
+    if on_result is not None:
+        on_result(result)
     return make_report(environment, [result])

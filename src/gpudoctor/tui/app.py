@@ -50,6 +50,9 @@ from gpudoctor.tui.widgets import (
     details_text,
 )
 
+# `gpudoctor run` in the app: given the session's scope, a callback for the inventory and one for the result.
+ReportJob = Callable[[CancelScope, Callable[[Environment], None], Callable[[ProbeResult], None]], Report]
+
 
 class RunPlanned(Message):
     def __init__(self, environment: Environment, planned: Sequence[PlannedRun]) -> None:
@@ -99,10 +102,16 @@ class DoctorApp(App[int]):
     ]
 
     def __init__(
-        self, options: DoctorOptions, *, export_dir: Path | None = None, matrix_dir: Path | None = None
+        self,
+        options: DoctorOptions,
+        *,
+        export_dir: Path | None = None,
+        matrix_dir: Path | None = None,
+        job: ReportJob | None = None,
     ) -> None:
         super().__init__()
         self.options = options
+        self.job = job  # `gpudoctor run`: the user's command instead of the probes
         self.export_dir = export_dir or Path.cwd()
         self.matrix_dir = matrix_dir
         self.session = Session()  # stopped when the app goes: every probe of every run with it
@@ -202,6 +211,15 @@ class DoctorApp(App[int]):
             self.post_message(RunPlanned(environment, planned))
 
         def work(scope: CancelScope) -> Report:
+            if self.job is not None:
+
+                def planned(environment: Environment) -> None:
+                    self.post_message(RunPlanned(environment, []))
+
+                def ended(result: ProbeResult) -> None:
+                    self.post_message(RunEnded(result))
+
+                return self.job(scope, planned, ended)
             return diagnose(self.options, on_plan=on_plan, cancel=scope, **self._callbacks())
 
         self._launch(work)
@@ -217,7 +235,7 @@ class DoctorApp(App[int]):
         if early.findings and self.report is None:
             self.query_one("#findings", FindingsPane).show(early)
         if not message.planned:
-            self._say("inventory only: no probes planned")
+            self._say("inventory only: no probes planned" if self.job is None else "running your command ...")
 
     def on_run_started(self, message: RunStarted) -> None:
         self.started[message.run_id] = message.at
@@ -303,6 +321,8 @@ class DoctorApp(App[int]):
         """The report of what had ended, the rest marked interrupted (None before the inventory was in)."""
         if self.environment is None:
             return None
+        if self.job is not None:  # the user's command: what had ended (nothing, when it was still running)
+            return make_report(self.environment, list(self.results.values()))
         results = [
             self.results.get(run_id) or interrupted_result(run.invocation, reason)
             for run_id, run in self.planned.items()
@@ -388,10 +408,10 @@ class DoctorApp(App[int]):
         self.notify(message, markup=False)
 
 
-def run_tui(options: DoctorOptions, files: ReportFiles | None = None) -> int:
+def run_tui(options: DoctorOptions, files: ReportFiles | None = None, job: ReportJob | None = None) -> int:
     """Run the app on this terminal. Exit status: the report's; 130 when quit (143 on SIGTERM) mid-run, and
     then what had ended is printed on the terminal the app leaves behind."""
-    app = DoctorApp(options)
+    app = DoctorApp(options, job=job)
     code = app.run()
     finished = app.kept if app.kept is not None else app.report
     if files is not None and finished is not None:

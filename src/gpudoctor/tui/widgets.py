@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Static
 
 from gpudoctor.matrix import Nearness, near_lines
 from gpudoctor.model import Environment, Outcome, ProbeResult, Report
-from gpudoctor.render import cost_line, environment_rows
+from gpudoctor.render import cost_line, environment_rows, where_it_died
 from gpudoctor.safetext import safe_text
 from gpudoctor.suite import PlannedRun
 
@@ -88,7 +88,10 @@ class ProbeTable(DataTable[Text]):
 
     def show_result(self, result: ProbeResult) -> None:
         if result.id not in self.rows:
-            return
+            if result.probe != "reproducer":
+                return
+            # `gpudoctor run`: the user's command is the one run, not planned from the catalog
+            self.add_row(Text("-"), Text(""), plain(result.id), Text(""), plain(result.command), key=result.id)
         mark, style = OUTCOME_STYLES[result.outcome]
         self.update_cell(result.id, "status", Text(mark, style=style))
         self.update_cell(result.id, "time", Text(f"{result.duration_s:5.1f} s"))
@@ -126,7 +129,11 @@ def details_text(run_id: str, run: PlannedRun | None, result: ProbeResult | None
             text.append(safe_text(value) + "\n")
     text.append("\nreproduce:\n", style="bold")
     text.append(safe_text(result.command) + "\n")
-    if result.frames:
+    if result.native is not None or result.mapped_libraries:
+        text.append("\nwhere it died:\n", style="bold")
+        for died in where_it_died(result):
+            text.append(safe_text(died) + "\n")
+    elif result.frames:
         text.append("\nPython frames (innermost first):\n", style="bold")
         for frame in result.frames:
             line = frame.line if frame.line is not None else "?"
