@@ -13,7 +13,12 @@ from gpudoctor.knowledge import load_known_issues, match_findings
 from gpudoctor.model import Report
 
 FIXTURES = TESTS / "fixtures"
-RECORDED = [*sorted((FIXTURES / "sweep-cpu").glob("*.json")), *sorted((FIXTURES / "h100").glob("*.json"))]
+GPU_SWEEP = FIXTURES / "gpu-sweep"  # every MAX release on the H100, six on the H200 (sweep --find-links --offline)
+RECORDED = [
+    *sorted((FIXTURES / "sweep-cpu").glob("*.json")),
+    *sorted((FIXTURES / "h100").glob("*.json")),
+    *sorted(GPU_SWEEP.glob("*/*.report.json")),
+]
 ISSUES = {issue.id: issue for issue in load_known_issues()}
 
 
@@ -67,3 +72,35 @@ def test_the_recorded_grid_shows_the_transitions_the_knowledge_base_names() -> N
     assert carried.startswith("with patch float8-e8m0fnu-alias: ")  # what works once the patch is in
     assert outcomes[("h100", "26.1.0", "kernel/cuda")] == "crash"  # seed 000 on its own era ...
     assert outcomes[("h100", "26.1.0", "custom-op/cuda")] == "pass"  # ... next to a passing control
+
+
+def _gpu_outcomes(folder: str) -> dict[tuple[str, str], str]:
+    outcomes = {}
+    for path in sorted((GPU_SWEEP / folder).glob("*.report.json")):
+        report = _report(path)
+        for result in report.results:
+            outcomes[(str(report.environment.packages.get("max")), result.id)] = result.outcome.value
+    return outcomes
+
+
+def test_the_gpu_grid_every_max_release_on_the_h100_and_six_on_the_h200() -> None:
+    """The GPU half of the map, from real runs: 13 releases on the H100, 6 on the H200 (the releases around the
+    CPU grid's transitions), each cell's GPU and driver as recorded; the same transitions on both GPUs as on the
+    CPU — max-import needs a torch plugin MAX 25.3 does not ship for torch 2.11, the default-parameter bug in 25.4
+    — and one H100 failure that did not come back (26.2, custom-op-params/cuda, "Failed to compile the model" once
+    with four releases compiling at once; 3 of 3 alone passed, as on the H200)."""
+    h100, h200 = _gpu_outcomes("h100"), _gpu_outcomes("h200")
+    assert len({m for m, _ in h100}) == 13 and len({m for m, _ in h200}) == 6
+    for outcomes in (h100, h200):
+        assert outcomes[("25.3.0", "max-import")] == "fail"
+        assert outcomes[("25.4.0", "custom-op-params/cuda")] == "fail"
+        assert outcomes[("25.4.0", "custom-op/cuda")] == "pass"
+        assert outcomes[("25.5.0", "custom-op-params/cuda")] == "pass"
+        assert outcomes[("25.5.0", "graph-op/cuda")] == "pass"
+    assert all(outcome == "pass" for (m, _), outcome in h100.items() if m not in ("25.3.0", "25.4.0", "26.2.0"))
+    assert h100[("26.2.0", "custom-op-params/cuda")] == "fail" and h200[("26.2.0", "custom-op-params/cuda")] == "pass"
+    rerun = [_report(p) for p in sorted((GPU_SWEEP / "h100-rerun").glob("*.report.json"))]
+    assert len(rerun) == 3 and all(r.result("custom-op-params/cuda").outcome.value == "pass" for r in rerun)  # type: ignore[union-attr]
+    for path in sorted(GPU_SWEEP.glob("h*/*.report.json")):
+        gpus = _report(path).environment.driver.gpus
+        assert gpus and gpus[0].name in ("NVIDIA H100 80GB HBM3", "NVIDIA H200")

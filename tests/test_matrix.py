@@ -340,3 +340,35 @@ def test_runs_carried_on_with_a_patch_are_not_the_stacks_outcome() -> None:
     row = row_from_report(report, KNOWN)
     assert not set(patched) & set(row.results)
     assert row.results["custom-op/cpu"].outcome is Outcome.FAIL
+
+
+def test_the_workflow_for_contributed_rows_runs_the_checks_a_pull_request_needs(tmp_path: Path) -> None:
+    """.github/workflows/matrix.yml parses, runs on pull requests that touch matrix/, and its gpudoctor commands,
+    run for real on a copy of the committed matrix, pass; with a broken row the check fails the pull request, and a
+    row added without regenerating the README fails the README check."""
+    import shutil
+
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "matrix.yml").read_text())
+    trigger = workflow.get("on", workflow.get(True))  # YAML 1.1 reads the key `on` as True
+    assert trigger["pull_request"]["paths"] == ["matrix/**"]
+    steps = workflow["jobs"]["check"]["steps"]
+    commands = [s["run"] for s in steps if "run" in s and s["run"].startswith("gpudoctor ")]
+    assert commands == ["gpudoctor matrix check", "gpudoctor matrix readme --check"]
+    shutil.copytree(ROOT / "matrix", tmp_path / "matrix")
+
+    def run(command: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "gpudoctor", *command.split()[1:]]
+        return subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+
+    for command in commands:
+        assert run(command).returncode == 0, command
+    row = sorted((tmp_path / "matrix" / "rows").glob("h200_*.toml"))[0]
+    row.write_text(row.read_text().replace('outcome = "pass"', 'outcome = "maybe"', 1))
+    broken = run(commands[0])
+    assert broken.returncode == 1 and row.name in broken.stdout + broken.stderr
+    shutil.rmtree(tmp_path / "matrix")
+    shutil.copytree(ROOT / "matrix", tmp_path / "matrix")
+    (tmp_path / "matrix" / "rows" / row.name).unlink()  # a row change without the regenerated README
+    assert run(commands[1]).returncode != 0

@@ -21,7 +21,7 @@ from gpudoctor.interpreter import resolve_python
 from gpudoctor.inventory import collect_environment
 from gpudoctor.kernelsection import KernelSection
 from gpudoctor.knowledge import load_known_issues, match_findings
-from gpudoctor.matrix.query import pin_options
+from gpudoctor.matrix.query import machine_timelines, pin_options
 from gpudoctor.matrix.schema import Row
 from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, ProbeSpec, Report
 from gpudoctor.patches import PATCH_FILES_ENV, PATCH_MODULES, patch_file
@@ -264,7 +264,9 @@ def pin_advice(report: Report, rows: Sequence[Row], known: Iterable[str]) -> Fin
     if not options:
         return None
     best = options[0]
-    evidence = tuple(
+    failing = sorted({probe for o in options for probe in o.fixes})
+    story = tuple(machine_timelines(report, rows, failing))  # the matrix's record of these probes here, by release
+    evidence = story + tuple(
         f"{o.change_text()}: matrix row {o.row.file_name} passes all {len(o.row.results)} probes "
         f"(here {', '.join(o.fixes)} {'fails' if len(o.fixes) == 1 else 'fail'})"
         for o in options
@@ -279,7 +281,8 @@ def pin_advice(report: Report, rows: Sequence[Row], known: Iterable[str]) -> Fin
         evidence=evidence,
         explanation="The matrix's passing environments on this machine (same GPU, OS and architecture) that "
         "differ from this one only in what can be installed, fewest changes first; each passes the probes that "
-        "fail here. `gpudoctor matrix near` shows every nearby row and what changing one thing did.",
+        "fail here. First, what the matrix recorded for these probes across MAX releases on this machine. "
+        "`gpudoctor matrix near` shows every nearby row and what changing one thing did.",
         fix=fix or "Install the versions named above.",
         severity="notice",
     )

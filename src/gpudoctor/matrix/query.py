@@ -5,6 +5,7 @@ differs, and what changing one thing did (transitions). Answers are data; faces 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -343,3 +344,60 @@ def _jump(a: str, b: str) -> int:
     except InvalidVersion:
         return 1000
     return abs(va.major - vb.major) * 100 + abs(va.minor - vb.minor)
+
+
+def _on_cpu(row: Row) -> bool:
+    return str(row.environment.get("gpu", "cpu")) == "cpu"
+
+
+def _change_points(line: Timeline) -> set[tuple[str, str, str, str, str]]:
+    """(probe without its device, release before, release after, outcome before, outcome after) of a timeline."""
+    base = line.probe.split("/", 1)[0]
+    return {(base, a.last, b.first, a.label.split()[0], b.label.split()[0]) for a, b in itertools.pairwise(line.spans)}
+
+
+def device_disagreements(rows: Sequence[Row]) -> list[str]:
+    """Where the GPU rows tell another story than the CPU: a probe's cuda run against its cpu run in the same
+    row, runs of one environment that did not agree, and changes along the MAX releases that GPU rows show and no
+    CPU row (of any torch) shows at the same releases — a GPU-only transition."""
+    found: list[str] = []
+    for row in sorted(rows, key=lambda r: r.file_name):
+        if _on_cpu(row):
+            continue
+        where = f"{row.environment.get('gpu')}, torch {row.environment.get('torch')}, max {row.environment.get('max')}"
+        for probe, result in sorted(row.results.items()):
+            if probe.endswith("/cuda"):
+                cpu = row.results.get(probe.removesuffix("/cuda") + "/cpu")
+                if cpu is not None and cpu.label() != result.label():
+                    found.append(f"{where}: {probe} {result.label()} where {probe.removesuffix('/cuda')}/cpu "
+                                 f"{cpu.label()}")  # fmt: skip
+            if result.agreeing < result.runs:
+                found.append(f"{where}: {probe} {result.label()} in the last {result.agreeing} of {result.runs} runs; "
+                             "the earlier ones ended otherwise")  # fmt: skip
+    on_cpu = {p for t in timelines([r for r in rows if _on_cpu(r)], ("max",)) for p in _change_points(t)}
+    for line in timelines([r for r in rows if not _on_cpu(r)], ("max",)):
+        for _base, before, after, was, became in sorted(_change_points(line) - on_cpu):
+            gpu = dict(line.context).get("gpu")
+            found.append(f"{gpu}: {line.probe} {was} on max {before}, {became} on max {after} — no CPU row shows "
+                         "this change at these releases (a GPU-only transition)")  # fmt: skip
+    return found
+
+
+def machine_timelines(report: Report, rows: Sequence[Row], probes: Iterable[str]) -> list[str]:
+    """The matrix's story of ``probes`` along the MAX releases on this machine (same GPU, driver, torch, OS and
+    architecture), one sentence each: "on an NVIDIA H100 80GB HBM3 with driver 580.159.04 (torch 2.11.0):
+    custom-op-params/cuda fail on max 25.4.0; pass on max 25.5.0 … 26.7.0"."""
+    here = environment_key(report)
+    same = ("gpu", "driver", "torch", "os", "arch")
+    mine = [r for r in rows if all(r.environment.get(k) == here.get(k) for k in same if k in here)]
+    wanted = set(probes)
+    sentences = []
+    for line in timelines(mine, ("max",)):
+        if line.probe in wanted:
+            spans = "; ".join(
+                f"{s.label} on max {s.first}" + ("" if s.first == s.last else f" … {s.last}") for s in line.spans
+            )
+            machine = "the CPU" if here.get("gpu", "cpu") == "cpu" else f"an {here.get('gpu')}"
+            driver = f" with driver {here.get('driver')}" if here.get("driver") else ""
+            sentences.append(f"on {machine}{driver} (torch {here.get('torch')}): {line.probe} {spans}")
+    return sentences

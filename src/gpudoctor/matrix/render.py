@@ -9,7 +9,15 @@ import string
 from collections.abc import Sequence
 from pathlib import Path
 
-from gpudoctor.matrix.query import TIMELINE_FIELDS, Nearness, outcome_counts, problems, timelines, transitions
+from gpudoctor.matrix.query import (
+    TIMELINE_FIELDS,
+    Nearness,
+    device_disagreements,
+    outcome_counts,
+    problems,
+    timelines,
+    transitions,
+)
 from gpudoctor.matrix.schema import ROW_SCHEMA, Row
 from gpudoctor.picture import Tile, TileKind, heatmap_svg
 from gpudoctor.safetext import safe_text
@@ -87,6 +95,13 @@ def readme_text(rows: Sequence[Row]) -> str:
         sections += ["", "## What changed across releases", ""]
         sections += ["Each line: one probe, every other key field equal, the releases in the matrix in order.", ""]
         sections += [f"- {_md(t.sentence())}" for t in lines]
+    disagreements = device_disagreements(rows)
+    if any(str(r.environment.get("gpu", "cpu")) != "cpu" for r in rows):
+        sections += ["", "## Where the GPUs and the CPU disagree", ""]
+        sections += ["A probe's cuda run against its cpu run in the same row, runs of one environment that did not "
+                     "agree, and changes along the MAX releases that no CPU row shows at the same releases.", ""]
+        sections += [f"- {_md(line)}" for line in disagreements] or ["- none: every change the GPU rows show, the "
+                                                                      "CPU rows show at the same releases"]
     found = [t for t in transitions(rows) if t.field not in TIMELINE_FIELDS]
     if found:
         sections += ["", "## What changing one thing did", ""]
