@@ -75,12 +75,48 @@ def _tolerance(call, index):
     return rtol, atol
 
 
-def difference(torch, call, index, actual, expected):
-    """None when ``actual`` matches ``expected`` within the dtype's tolerance, else a sentence saying how not."""
+def relation(torch, actual, expected, rtol=1e-4, atol=1e-5):
+    """How ``actual`` relates to ``expected`` when they differ, read from the numbers: ("multiple", k) when every
+    element is k times the expected one, ("offset", c) when every element is shifted by c, ("small", r) when the
+    largest relative difference r is within 100x the tolerance, else None."""
+    a, e = actual.to(torch.float64).flatten(), expected.to(torch.float64).flatten()
+    finite = torch.isfinite(a) & torch.isfinite(e)
+    if not bool(finite.any()):
+        return None
+    a, e = a[finite], e[finite]
+    scale = torch.maximum(e.abs(), torch.full_like(e, atol))
+    worst = float(((a - e).abs() / scale).max())
+    if worst <= 100 * max(rtol, 1e-6):  # rounding-sized, whatever its shape
+        return "small", worst
+    nonzero = e != 0
+    if bool(nonzero.any()) and bool((a[~nonzero] == 0).all()):
+        ratios = a[nonzero] / e[nonzero]
+        k = float(ratios[0])
+        if abs(k - 1) > 1e-6 and bool(torch.isclose(ratios, torch.full_like(ratios, k), rtol=1e-6, atol=0).all()):
+            return "multiple", k
+    shift = a - e
+    c = float(shift[0])
+    if c != 0 and bool(torch.isclose(shift, torch.full_like(shift, c), rtol=1e-6, atol=atol).all()):
+        return "offset", c
+    return None
+
+
+RELATION_SENTENCES = {
+    "multiple": "every element is exactly %g times the expected one",
+    "offset": "every element is the expected one plus %g",
+    "small": "the largest relative difference is only %.3g: within reach of the dtype's rounding",
+    "stale": "it equals the output of the previous call (%s): a result left over from before",
+}
+
+
+def difference(torch, call, index, actual, expected, previous=None):
+    """None when ``actual`` matches ``expected`` within the dtype's tolerance, else (sentence, kind): how not, and
+    what the numbers show — a multiple, an offset, the previous call's output (``previous``), or a small
+    difference (kind None when none of these)."""
     if tuple(actual.shape) != tuple(expected.shape):
-        return "shape %s, expected %s" % (list(actual.shape), list(expected.shape))
+        return "shape %s, expected %s" % (list(actual.shape), list(expected.shape)), None
+    rtol, atol = _tolerance(call, index)
     if actual.dtype.is_floating_point:
-        rtol, atol = _tolerance(call, index)
         a, e = actual.to(torch.float64), expected.to(torch.float64)
         close = torch.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
         tolerance = "rtol=%g, atol=%g" % (rtol, atol)
@@ -94,7 +130,7 @@ def difference(torch, call, index, actual, expected):
     first = tuple(int(i) for i in bad[0])
     diff = (a.to(torch.float64) - e.to(torch.float64)).abs()
     diff = torch.where(close, torch.zeros_like(diff), diff)
-    return "%d of %d elements beyond %s; max abs diff %g; first at index %s: %r vs %r" % (
+    sentence = "%d of %d elements beyond %s; max abs diff %g; first at index %s: %r vs %r" % (
         bad.shape[0],
         actual.numel(),
         tolerance,
@@ -103,6 +139,15 @@ def difference(torch, call, index, actual, expected):
         a[first].item(),
         e[first].item(),
     )
+    if previous is not None and previous[1].shape == actual.shape and bool(torch.equal(previous[1], actual)):
+        return "%s; %s" % (sentence, RELATION_SENTENCES["stale"] % previous[0]), "stale"
+    found = relation(torch, actual, expected, rtol, atol)
+    if found is None:
+        return sentence, None
+    kind, value = found
+    if kind == "small" and not actual.dtype.is_floating_point:
+        return sentence, None
+    return "%s; %s" % (sentence, RELATION_SENTENCES[kind] % value), kind
 
 
 def output_label(call, index, tensor):
@@ -181,12 +226,19 @@ def reference_outputs(ctx, torch, call, cpu_inputs):
     return [v.detach().to("cpu") for v in values]
 
 
-def check_against(ctx, torch, call, outputs, expected, against):
-    """Fail on the first output that differs from ``expected`` (the reference or the CPU's result)."""
+def check_against(ctx, torch, call, outputs, expected, against, previous=None):
+    """Fail on the first output that differs from ``expected`` (the reference or the CPU's result); ``previous``:
+    (label, outputs) of the call before, to recognise its result left over."""
     for index, (actual, wanted) in enumerate(zip(outputs, expected)):
-        problem = difference(torch, call, index, actual, wanted)
-        if problem is None:
+        before = None
+        if previous is not None and index < len(previous[1]):
+            before = (previous[0], previous[1][index])
+        found = difference(torch, call, index, actual, wanted, before)
+        if found is None:
             continue
+        problem, kind = found
+        if kind is not None:
+            ctx.detail("mismatch", kind)
         what = output_label(call, index, actual)
         if against == "reference":
             ctx.detail("differs_from_reference", True)
@@ -196,6 +248,88 @@ def check_against(ctx, torch, call, outputs, expected, against):
             "%s on %s differs from the CPU's result: %s (%s first, cpu second). Both results look plausible "
             "(written, not all zeros), so nothing here says which side is wrong: give a reference to judge each"
             % (what, ctx.device, problem, ctx.device)
+        )
+
+
+def call_op(ctx, torch, op, call, inputs, device, start, before=None):
+    """Call ``op`` once on outputs that start as ``start``: "marker" (NaN, or the smallest integer), "zeros", or
+    "before" (a copy of ``before``, an earlier result): its outputs, on the CPU."""
+    outputs = []
+    for index, spec in enumerate(call["outputs"]):
+        dtype = getattr(torch, spec["dtype"])
+        tensor = torch.empty(tuple(spec["shape"]), dtype=dtype, device=device)
+        fill = fill_value(torch, dtype)
+        if start == "before":
+            tensor.copy_(before[index].to(device))
+        elif start == "marker" and fill is not None:
+            tensor.fill_(fill)
+        else:
+            tensor.zero_()
+        outputs.append(tensor)
+    label = {"marker": "", "zeros": " again (outputs zeroed)", "before": " again (outputs holding its result)"}[start]
+    ctx.step("call %s on %s%s" % (describe(call), device, label))
+    op(*outputs, *inputs)
+    if device == "cuda":
+        ctx.step("synchronize after %s on cuda" % describe(call))
+        torch.cuda.synchronize()
+    return [t.detach().to("cpu") for t in outputs]
+
+
+def _same(torch, a, b):
+    if a.dtype.is_floating_point:
+        return bool(torch.isclose(a.to(torch.float64), b.to(torch.float64), rtol=1e-6, atol=0, equal_nan=True).all())
+    return bool(torch.equal(a, b))
+
+
+REPEATS = ("zeros", "before", "zeros", "before", "zeros")
+
+
+def _accumulated(torch, a, b):
+    """The whole-number factor (2, 3, ...) by which ``a`` is ``b`` added to itself in at least half of the elements
+    where ``b`` is not 0, else None: an output added into more than once (MAX 26.7's CPU path can hand back a buffer
+    partly reused, so not every element need show it)."""
+    a, b = a.to(torch.float64).flatten(), b.to(torch.float64).flatten()
+    keep = torch.isfinite(a) & torch.isfinite(b) & (b != 0)
+    if int(keep.sum()) == 0:
+        return None
+    ratios = a[keep] / b[keep]
+    whole = torch.isclose(ratios, ratios.round(), rtol=0, atol=1e-6) & (ratios.round() >= 2)
+    if int(whole.sum()) * 2 < int(keep.sum()):
+        return None
+    return int(ratios[whole].round().mode().values)
+
+
+def repeat_check(ctx, torch, op, call, inputs, device, first):
+    """The same call again on the same inputs, on outputs that start zeroed or holding the result before. A kernel
+    gives the same output each time; one that reads its output before writing it (accumulates into it) gives more:
+    at once where the kernel sees the caller's output (a GPU), and where it sees a buffer of MAX's own that is
+    copied back (MAX 26.7's CPU path: the caller's marker never reaches it) as soon as MAX hands it a buffer that
+    held an earlier result — seen here by the third or fourth call, hence several."""
+    results = [first]
+    for start in REPEATS:
+        results.append(call_op(ctx, torch, op, call, inputs, device, start, results[-1]))
+    zeroed = results[1]
+    for index in range(len(first)):
+        seen = [r[index] for r in results]
+        if all(_same(torch, seen[1], later) for later in seen[2:]) and _same(torch, seen[0], seen[1]):
+            continue
+        what = output_label(call, index, seen[1])
+        factors = [f for f in (_accumulated(torch, later, zeroed[index]) for later in seen[2:]) if f]
+        factors += [f for f in (_accumulated(torch, seen[1], seen[0]),) if f]
+        if factors:
+            ctx.detail("accumulates_into_output", True)
+            raise CheckFailed(
+                "%s accumulates into its output: called again on the same inputs, it gave %d times the result "
+                "(the kernel reads its output before writing it, `+=` without zeroing it first)" % (what, factors[0])
+            )
+        later_agree = all(_same(torch, seen[1], later) for later in seen[2:])
+        if later_agree and unwritten(torch, seen[0], fill_value(torch, seen[0].dtype)):
+            continue  # what the output held shows through where the kernel does not write: the marker check says so
+        ctx.detail("not_repeatable", True)
+        raise CheckFailed(
+            "%s is not the same for the same inputs: the output's starting content, or an earlier call, changes the "
+            "result (the kernel reads its output or memory it did not write), or the kernel is not deterministic"
+            % what
         )
 
 
@@ -248,27 +382,18 @@ def main(ctx):
     results, suspect, checked = [], None, []
     for call_index, call in enumerate(calls):
         inputs = [make_tensor(torch, spec, i, call.get("values", "arange"), device) for i, spec in enumerate(call["inputs"])]
-        outputs = []
-        for s in call["outputs"]:
-            dtype = getattr(torch, s["dtype"])
-            fill = fill_value(torch, dtype)
-            tensor = torch.empty(tuple(s["shape"]), dtype=dtype, device=device)
-            outputs.append(tensor.fill_(fill) if fill is not None else tensor.zero_())
-        ctx.step("call %s on %s" % (describe(call), device))
         op = getattr(library, call["op"])
         if call.get("parameters"):
             op = op[call["parameters"]]
-        op(*outputs, *inputs)
-        if device == "cuda":
-            ctx.step("synchronize after %s on cuda" % describe(call))
-            torch.cuda.synchronize()
-        outputs = [t.detach().to("cpu") for t in outputs]
+        outputs = call_op(ctx, torch, op, call, inputs, device, "marker")
+        repeat_check(ctx, torch, op, call, inputs, device, outputs)
         results.append(outputs)
         cpu_inputs = [t.detach().to("cpu") for t in inputs]
         expected = reference_outputs(ctx, torch, call, cpu_inputs)
         if expected is not None:
             ctx.step("check %s against the reference" % describe(call))
-            check_against(ctx, torch, call, outputs, expected, "reference")
+            previous = (describe(calls[call_index - 1]), results[call_index - 1]) if call_index else None
+            check_against(ctx, torch, call, outputs, expected, "reference", previous)
             checked.append("reference")
         elif suspect is None:
             suspect = sanity(torch, call, cpu_inputs, outputs)

@@ -49,6 +49,9 @@ KERNEL_SPEC = ProbeSpec(
         "cpu_result_suspect",
         "reference_error",
         "results_checked",
+        "mismatch",
+        "accumulates_into_output",
+        "not_repeatable",
     ),
 )
 

@@ -23,7 +23,7 @@ _STRUCT = re.compile(r"^\s*struct\s+(\w+)")
 _EXECUTE = re.compile(r"^(\s*)(def|fn)\s+execute\b")
 _NESTED_FUNCTION = re.compile(r"^\s*(def|fn)\s+\w+")
 _BLOCK = re.compile(r"^\s*(?:comptime\s+)?(if|elif|else|for|while|with|try|except|finally)\b.*:\s*$")
-_DTYPE = re.compile(r"\bdtype\s*=\s*DType\.(\w+)")
+_DTYPE = re.compile(r"\bdtype\s*=\s*(?:DType)?\.(\w+)")  # DType.int32, or 26.7's shorthand .int32
 _RANK = re.compile(r"\brank\s*=\s*(\d+)")
 _LEGACY_IMPORT = re.compile(
     r"^\s*(?:from\s+(compiler|tensor|runtime\.asyncrt)\s+import\b|import\s+(compiler|tensor|runtime\.asyncrt)\b)"
@@ -219,7 +219,7 @@ def _parse_execute(header: str) -> tuple[tuple[TensorArg, ...], tuple[str, ...]]
 
 def _branch_kind(test: str) -> str:
     """ "cpu" or "gpu" for a test of the target device, else "block"."""
-    if re.search(r"""is_cpu|==\s*["']cpu["']|["']cpu["']\s*==""", test):
+    if re.search(r"""is_cpu|==\s*["']cpu["']|["']cpu["']\s*==|!=\s*["']gpu["']""", test):
         return "cpu"
     if re.search(r"""is_gpu|==\s*["']gpu["']|["']gpu["']\s*==|!=\s*["']cpu["']""", test):
         return "gpu"
@@ -259,8 +259,13 @@ def _host_indexing(
             closed = blocks.pop()[1]
         stripped = code.strip()
         if _NESTED_FUNCTION.match(code):
+            # A nested function (a foreach closure, a kernel launched with enqueue_function) runs on the device;
+            # its signature may span lines — `fn k[\n  K: Int,\n](\n  ...\n):` — whose closing lines sit at the
+            # def's own indent: they belong to the header, not to the body that follows.
             blocks.append((indent, "function"))
-        elif re.match(r"(comptime\s+)?else\b", stripped) and stripped.endswith(":"):
+            index = _signature(lines, index)[1] + 1
+            continue
+        if re.match(r"(comptime\s+)?else\b", stripped) and stripped.endswith(":"):
             # The other branch of a target test runs on the other kind of device.
             blocks.append((indent, {"cpu": "gpu", "gpu": "cpu"}.get(closed, "block")))
         elif _BLOCK.match(code):

@@ -142,14 +142,37 @@ def _scanned_ops(report: Report, called: bool) -> list[KernelOp]:
     return [op for op in ops if (not names or op["name"] in names) is called]
 
 
+def _runs_contradict_scan(report: Report) -> bool:
+    """Every device's kernel run passed against the user's reference: what the static scan suspects did not
+    happen on any device that ran (a scan that lost its way in the source, or code that is right after all)."""
+    runs = [r for r, _ in _kernel_runs(report)]
+    return bool(runs) and all(
+        r.outcome is Outcome.PASS and r.details.get("results_checked") == "reference" for r in runs
+    ) and any(r.device is Device.CUDA for r in runs)
+
+
 def _kernel_host_indexing(report: Report) -> list[PredicateEvidence]:
     """The lines of the user's execute() that index tensors outside foreach (from the static scan), in the ops
-    this run called."""
+    this run called — unless every device's run passed against a reference (then a notice says what the scan saw)."""
+    if _runs_contradict_scan(report):
+        return []
     return [
         (f"static scan: {line['file']}:{line['line']}: `{line['text']}` (op {op['name']}, outside foreach)", None)
         for op in _scanned_ops(report, called=True)
         for line in op["host_indexing"]
     ]
+
+
+def _kernel_host_indexing_contradicted(report: Report) -> list[PredicateEvidence]:
+    """The scan's lines when every device's run passed against the reference, GPU included."""
+    if not _runs_contradict_scan(report):
+        return []
+    return [
+        (f"static scan: {line['file']}:{line['line']}: `{line['text']}` (op {op['name']}); every device passed "
+         "against your reference", None)
+        for op in _scanned_ops(report, called=True)
+        for line in op["host_indexing"]
+    ]  # fmt: skip
 
 
 def _kernel_host_indexing_not_called(report: Report) -> list[PredicateEvidence]:
@@ -245,6 +268,7 @@ def _kernel_source_rejected(report: Report) -> list[PredicateEvidence]:
 
 PREDICATES: Mapping[str, Callable[[Report], list[PredicateEvidence]]] = {
     "reproducer_host_indexing": _reproducer_host_indexing,
+    "kernel_host_indexing_contradicted": _kernel_host_indexing_contradicted,
     "kernel_source_rejected": _kernel_source_rejected,
     "torch_cuda_newer_than_driver": _torch_cuda_newer_than_driver,
     "kernel_host_indexing": _kernel_host_indexing,
