@@ -91,3 +91,26 @@ def test_a_result_left_over_from_the_previous_call_is_named() -> None:
     assert run["details"].get("mismatch") == "stale"
     assert "it equals the output of the previous call (scale[factor=3])" in run["summary"]
     assert "kernel-output-stale" in {f["id"] for f in document["findings"]}
+
+
+H100 = ROOT / "tests" / "fixtures" / "h100" / "kernel-styles"
+
+
+def test_on_the_h100_accumulation_is_the_cpu_paths_and_correct_kernels_raise_no_host_code_problem() -> None:
+    """Recorded on the H100 (MAX 26.7, torch 2.11 cu130), one call per spec, 64x64: the accumulating op fails on
+    the CPU with accumulation named and passes on CUDA (its GPU path writes); the 26.7-style op with the dtype
+    shorthand and a multi-line capture closure passes on both with no host-code finding; an op whose CPU-only host
+    code the scan cannot place passes on both against the reference, so the scan's finding is a notice."""
+    accumulates = json.loads((H100 / "accumulates.json").read_text())
+    runs = {r["id"]: r for r in accumulates["results"]}
+    assert runs["kernel/cpu"]["details"].get("accumulates_into_output") is True
+    assert runs["kernel/cuda"]["outcome"] == "pass"
+    assert "kernel-accumulates-into-output" in {f["id"] for f in accumulates["findings"]}
+    styles = json.loads((H100 / "mojo1_styles.json").read_text())
+    assert {r["id"]: r["outcome"] for r in styles["results"]}["kernel/cuda"] == "pass"
+    assert not [f for f in styles["findings"] if f["severity"] == "problem"]
+    blind = json.loads((H100 / "scan_blind_spot.json").read_text())
+    assert {f["id"]: f["severity"] for f in blind["findings"]}.get("host-code-indexes-device-tensor-contradicted") == (
+        "notice"
+    )
+    assert "host-code-indexes-device-tensor" not in {f["id"] for f in blind["findings"]}
