@@ -46,7 +46,8 @@ def main() -> int:
             env_vars={"CUDA_VISIBLE_DEVICES": "1", "PYTHONPATH": os.pathsep.join(p for p in (str(shadow), path) if p)},
         )  # fmt: skip
         cluster.wait_for_nodes()
-        print("a raylet per GPU, the second shadowed: exit", fleet(cluster.address, out / "raylet-per-gpu.json", options))
+        code = fleet(cluster.address, out / "raylet-per-gpu.json", options)
+        print("a raylet per GPU, the second shadowed: exit", code)
     finally:
         cluster.shutdown()
     return 0
