@@ -264,12 +264,12 @@ def _is_raylet_side(pid: int) -> bool:
     return "gpudoctor" not in command and "maybe_hangs" not in command
 
 
-def _recorded_fleet() -> tuple[dict[str, Any], list[Any]]:
-    """The fleet run recorded on the H100 (tests/fixtures/fleet-h100.json), and its nodes read back."""
+def _recorded_fleet(name: str = "fleet-h100.json") -> tuple[dict[str, Any], list[Any]]:
+    """A fleet run recorded on a GPU machine (tests/fixtures/fleet-*.json), and its nodes read back."""
     from gpudoctor.fleet.report import NodeRun, NodeStatus
     from gpudoctor.model import Report
 
-    document = json.loads((Path(__file__).parent / "fixtures" / "fleet-h100.json").read_text())
+    document = json.loads((Path(__file__).parent / "fixtures" / name).read_text())
     nodes = [
         NodeRun(n["label"], NodeStatus(n["status"]), tuple(Report.from_dict(r) for r in n["reports"]), n["reason"],
                 n["host"], n["duration_s"])
@@ -458,3 +458,32 @@ def test_bisect_examines_its_cells_on_the_cluster(cluster: tuple[Cluster, Path],
     assert [(t["before"], t["after"], t["exact"]) for t in report["transitions"]] == [("92.3.0", "92.4.0", True)]
     for cell in report["cells"]:
         assert (tmp_path / "envs" / cell["report"]).is_file()  # kept here, as a local bisect keeps them
+
+
+def test_two_gpus_of_one_host_recorded_with_one_raylet_and_with_a_raylet_per_gpu() -> None:
+    """Recorded on the two-H200 kind with scripts/fleet_two_gpus.py (Ray 2.60, torch 2.11 cu130): one raylet told
+    of both GPUs runs the doctor on the CPU and on gpu0 and gpu1, each with only that GPU visible, all passing; a
+    raylet per GPU (CUDA_VISIBLE_DEVICES=0 and =1) where the second has a file named torch.py first on its
+    PYTHONPATH is the odd one out, named with what sets it apart. Analysed again, both give the JSON recorded, and
+    neither carries a GPU UUID or a host name."""
+    from gpudoctor.fleet.report import analyse
+
+    for name in ("fleet-h200x2-one-raylet.json", "fleet-h200x2-raylet-per-gpu.json"):
+        document, nodes = _recorded_fleet(name)
+        again = analyse(nodes, document["created"], document["doctor_version"])
+        recorded = (Path(__file__).parent / "fixtures" / name).read_text()
+        assert json.dumps(again.to_dict(), indent=2) + "\n" == recorded
+        assert "GPU-" not in recorded and all(node["host"] is None for node in document["nodes"])
+    one, _ = _recorded_fleet("fleet-h200x2-one-raylet.json")
+    (node,) = one["nodes"]
+    assert node["environment"]["gpu_count"] == 2 and one["odd_ones_out"] == []
+    assert {run for run in node["outcomes"] if ":" in run} == {
+        f"{probe}/cuda:{gpu}" for gpu in ("gpu0", "gpu1")
+        for probe in ("torch-env", "cffi-cuda-init", "fork-after-init", "cuda-graph-arg-lifetime")
+    }  # fmt: skip
+    assert set(node["outcomes"].values()) == {"pass"}
+    per_gpu, _ = _recorded_fleet("fleet-h200x2-raylet-per-gpu.json")
+    assert [n["label"] for n in per_gpu["nodes"]] == ["node 1", "node 2"]
+    (odd,) = per_gpu["odd_ones_out"]
+    assert odd.startswith("node 2 (2 of 2)") and "torch-env/cpu fail only there" in odd
+    assert "finding module-shadows-package only there" in odd
