@@ -9,7 +9,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gpudoctor.cli.common import OneLineParser, existing_folder, folder_to_write, seconds, whole_number
+from gpudoctor.cli.common import (
+    OneLineParser,
+    add_cell_source_arguments,
+    cell_sources,
+    folder_to_write,
+    seconds,
+    whole_number,
+)
 from gpudoctor.cli.run_command import split_command
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.safetext import safe_text
@@ -39,9 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=seconds, metavar="S", default=600.0, help="limit per run (default 600 s)")
     parser.add_argument("--envs", type=folder_to_write, metavar="DIR", help="where cell environments and results live")
     parser.add_argument("--refresh", action="store_true", help="run every cell again, even if kept")
-    parser.add_argument("--inherit", metavar="PYTHON", help="let cells use this interpreter's packages (as for sweep)")
-    parser.add_argument("--find-links", type=existing_folder, action="append", metavar="DIR", help="a wheelhouse")
-    parser.add_argument("--offline", action="store_true", help="install from the wheelhouses and uv's cache only")
+    add_cell_source_arguments(parser, "let cells use this interpreter's packages (as for sweep)")
     parser.add_argument("--ray", action="store_true", help="examine the cells on a Ray cluster's nodes")
     parser.add_argument("--address", metavar="ADDR", help="with --ray: the head")
     parser.add_argument("--no-debugger", action="store_true", help="no gdb in the cells")
@@ -79,19 +84,15 @@ def run(argv: Sequence[str]) -> int:
 
     own, command = split_command(argv)
     options = build_parser().parse_args(own)
-    if options.offline and not options.find_links:
-        raise GpuDoctorError("--offline needs --find-links DIR (the wheelhouse to install from)")
-    if options.inherit is not None and not Path(options.inherit).is_file():
-        raise GpuDoctorError(f"--inherit {options.inherit!r}: no such interpreter")
+    find_links, offline, inherit = cell_sources(options)
     find_uv()
-    find_links = tuple(Path(f).absolute() for f in options.find_links or ())
-    versions = _max_versions(options.max, find_links, options.offline)
+    versions = _max_versions(options.max, find_links, offline)
     bisect_options = BisectOptions(
         reproducer=Reproducer(argv=tuple(command), cwd=Path.cwd(), timeout_s=options.timeout,
                               debugger=not options.no_debugger),
         torch=_torch(options.torch), max_versions=versions, python=options.python or default_python(),
         envs_dir=(options.envs or default_envs_dir()).absolute(), bad=options.bad, scan=options.scan,
-        parallel=options.parallel, inherit=options.inherit, find_links=find_links, offline=options.offline,
+        parallel=options.parallel, inherit=inherit, find_links=find_links, offline=offline,
         refresh=options.refresh, ray=options.ray, address=options.address,
     )  # fmt: skip
     bisect_options.reference  # noqa: B018  (a --bad outside the range is a usage error before anything runs)

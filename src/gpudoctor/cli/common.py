@@ -112,6 +112,24 @@ def add_report_file_arguments(parser: argparse.ArgumentParser) -> None:
     files.add_argument("--save-markdown", type=file_to_write, metavar="PATH", help="the --markdown report")
 
 
+def add_cell_source_arguments(parser: argparse.ArgumentParser, inherit_help: str) -> None:
+    """Where sweep and bisect cells get their packages: --find-links (a wheelhouse, repeatable), --offline and
+    --inherit; ``cell_sources`` checks them."""
+    parser.add_argument("--find-links", type=existing_folder, action="append", metavar="DIR", help="a wheelhouse")
+    parser.add_argument("--offline", action="store_true", help="install from the wheelhouses and uv's cache only")
+    parser.add_argument("--inherit", metavar="PYTHON", help=inherit_help)
+
+
+def cell_sources(options: argparse.Namespace) -> tuple[tuple[Path, ...], bool, str | None]:
+    """The wheelhouses (absolute), whether to stay offline, and the interpreter cells inherit from; a usage error
+    for --offline without a wheelhouse and for an --inherit that is no interpreter."""
+    if options.offline and not options.find_links:
+        raise GpuDoctorError("--offline needs --find-links DIR (the wheelhouse to install from)")
+    if options.inherit is not None and not Path(options.inherit).is_file():
+        raise GpuDoctorError(f"--inherit {options.inherit!r}: no such interpreter")
+    return tuple(Path(f).absolute() for f in options.find_links or ()), bool(options.offline), options.inherit
+
+
 def report_files(options: argparse.Namespace) -> ReportFiles:
     """The files --junit, --save-json and --save-markdown ask for."""
     return ReportFiles(

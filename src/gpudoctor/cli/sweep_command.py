@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 from gpudoctor.cli.common import (
     OneLineParser,
+    add_cell_source_arguments,
+    cell_sources,
     existing_file,
-    existing_folder,
     folder_to_write,
     positive_int,
     seconds,
@@ -72,12 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
         help='spread the cells over a Ray cluster\'s nodes, one task per cell (pip install "gpudoctor[fleet]")',
     )
     parser.add_argument("--address", metavar="ADDR", help="with --ray: the head (default: as Ray resolves it)")
-    parser.add_argument("--find-links", type=existing_folder, action="append", metavar="DIR", help="a wheelhouse")
-    parser.add_argument("--offline", action="store_true", help="install from the wheelhouses and uv's cache only")
-    parser.add_argument(
-        "--inherit",
-        metavar="PYTHON",
-        help="let cells use this interpreter's packages (a .pth after their own); a requirement it meets "
+    add_cell_source_arguments(
+        parser,
+        "let cells use this interpreter's packages (a .pth after their own); a requirement it meets "
         "exactly is not installed again (like --system-site-packages, for any environment)",
     )
     return parser
@@ -109,10 +107,8 @@ def run(argv: Sequence[str]) -> int:
         raise GpuDoctorError("a sweep needs --torch and --max (or a --grid file naming both)")
     python = options.python or spec.get("python") or default_python()
     assert isinstance(torch_spec, str | list) and isinstance(max_spec, str | list) and isinstance(python, str)
-    if options.offline and not options.find_links:
-        raise GpuDoctorError("--offline needs --find-links DIR (the wheelhouse to install from)")
-    find_links = tuple(Path(f).absolute() for f in options.find_links or ())
-    releases = gridmod.release_lister(find_links, options.offline)
+    find_links, offline, inherit = cell_sources(options)
+    releases = gridmod.release_lister(find_links, offline)
     torch_versions = gridmod.expand_versions(torch_spec, "torch", releases)
     max_versions = gridmod.expand_versions(max_spec, "max", releases)
     matrix_dir = None
@@ -120,8 +116,6 @@ def run(argv: Sequence[str]) -> int:
         from gpudoctor.matrix import default_matrix_dir
 
         matrix_dir = default_matrix_dir(options.matrix, writing=True)
-    if options.inherit is not None and not Path(options.inherit).is_file():
-        raise GpuDoctorError(f"--inherit {options.inherit!r}: no such interpreter")
     cells = tuple(gridmod.cells(torch_versions, max_versions, python))
     kernel_path, kernel_requests = _kernel(options)
     # Cells at once within the machine's CPU and memory (default_jobs counts both): one cell per four probe slots,
@@ -137,11 +131,11 @@ def run(argv: Sequence[str]) -> int:
         probe_jobs=jobs,
         timeout_s=options.timeout,
         refresh=options.refresh,
-        inherit=options.inherit,
+        inherit=inherit,
         kernel=kernel_path,
         kernel_requests=kernel_requests,
         find_links=find_links,
-        offline=options.offline,
+        offline=offline,
     )
     started = time.monotonic()
     done = 0
