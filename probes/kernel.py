@@ -311,7 +311,8 @@ def repeat_check(ctx, torch, op, call, inputs, device, first):
     zeroed = results[1]
     for index in range(len(first)):
         seen = [r[index] for r in results]
-        if all(_same(torch, seen[1], later) for later in seen[2:]) and _same(torch, seen[0], seen[1]):
+        later_agree = all(_same(torch, seen[1], later) for later in seen[2:])
+        if later_agree and _same(torch, seen[0], seen[1]):
             continue
         what = output_label(call, index, seen[1])
         factors = [f for f in (_accumulated(torch, later, zeroed[index]) for later in seen[2:]) if f]
@@ -322,7 +323,6 @@ def repeat_check(ctx, torch, op, call, inputs, device, first):
                 "%s accumulates into its output: called again on the same inputs, it gave %d times the result "
                 "(the kernel reads its output before writing it, `+=` without zeroing it first)" % (what, factors[0])
             )
-        later_agree = all(_same(torch, seen[1], later) for later in seen[2:])
         if later_agree and unwritten(torch, seen[0], fill_value(torch, seen[0].dtype)):
             continue  # what the output held shows through where the kernel does not write: the marker check says so
         ctx.detail("not_repeatable", True)

@@ -19,6 +19,7 @@ from gpudoctor.kernelsection import KernelOp
 from gpudoctor.mechanisms import Rules, load_rules, mechanism_findings, searchable
 from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, Report
 from gpudoctor.protocol import DetailKey
+from gpudoctor.reproducer.command import HOST_INDEXING_DETAIL, RUN_ID
 from gpudoctor.tomlcheck import checked_table, read_toml, string_list
 
 KNOWN_ISSUES = Path(__file__).with_name("known_issues.toml")
@@ -192,10 +193,10 @@ def _kernel_host_indexing_not_called(report: Report) -> list[PredicateEvidence]:
 def _reproducer_host_indexing(report: Report) -> list[PredicateEvidence]:
     """`gpudoctor run`: a reproducer that crashed on a GPU stack, with lines of the Mojo packages beside it that
     index tensors from host code (the static scan of gpudoctor.reproducer.diagnose)."""
-    result = report.result("reproducer")
+    result = report.result(RUN_ID)
     if result is None or result.outcome is not Outcome.CRASH or not report.environment.driver.gpus:
         return []
-    lines = result.details.get("mojo_host_indexing")
+    lines = result.details.get(HOST_INDEXING_DETAIL)
     if not isinstance(lines, list):
         return []
     return [(f"static scan: {line}", result.id) for line in lines if isinstance(line, str)]

@@ -346,7 +346,8 @@ def _jump(a: str, b: str) -> int:
     return abs(va.major - vb.major) * 100 + abs(va.minor - vb.minor)
 
 
-def _on_cpu(row: Row) -> bool:
+def on_cpu(row: Row) -> bool:
+    """Whether the row was recorded on a machine without a GPU."""
     return str(row.environment.get("gpu", "cpu")) == "cpu"
 
 
@@ -362,7 +363,7 @@ def device_disagreements(rows: Sequence[Row]) -> list[str]:
     CPU row (of any torch) shows at the same releases — a GPU-only transition."""
     found: list[str] = []
     for row in sorted(rows, key=lambda r: r.file_name):
-        if _on_cpu(row):
+        if on_cpu(row):
             continue
         where = f"{row.environment.get('gpu')}, torch {row.environment.get('torch')}, max {row.environment.get('max')}"
         for probe, result in sorted(row.results.items()):
@@ -374,9 +375,9 @@ def device_disagreements(rows: Sequence[Row]) -> list[str]:
             if result.agreeing < result.runs:
                 found.append(f"{where}: {probe} {result.label()} in the last {result.agreeing} of {result.runs} runs; "
                              "the earlier ones ended otherwise")  # fmt: skip
-    on_cpu = {p for t in timelines([r for r in rows if _on_cpu(r)], ("max",)) for p in _change_points(t)}
-    for line in timelines([r for r in rows if not _on_cpu(r)], ("max",)):
-        for _base, before, after, was, became in sorted(_change_points(line) - on_cpu):
+    cpu_changes = {p for t in timelines([r for r in rows if on_cpu(r)], ("max",)) for p in _change_points(t)}
+    for line in timelines([r for r in rows if not on_cpu(r)], ("max",)):
+        for _base, before, after, was, became in sorted(_change_points(line) - cpu_changes):
             gpu = dict(line.context).get("gpu")
             found.append(f"{gpu}: {line.probe} {was} on max {before}, {became} on max {after} — no CPU row shows "
                          "this change at these releases (a GPU-only transition)")  # fmt: skip

@@ -13,6 +13,7 @@ from gpudoctor.matrix.query import (
     TIMELINE_FIELDS,
     Nearness,
     device_disagreements,
+    on_cpu,
     outcome_counts,
     problems,
     timelines,
@@ -96,7 +97,7 @@ def readme_text(rows: Sequence[Row]) -> str:
         sections += ["Each line: one probe, every other key field equal, the releases in the matrix in order.", ""]
         sections += [f"- {_md(t.sentence())}" for t in lines]
     disagreements = device_disagreements(rows)
-    if any(str(r.environment.get("gpu", "cpu")) != "cpu" for r in rows):
+    if not all(on_cpu(r) for r in rows):
         sections += ["", "## Where the GPUs and the CPU disagree", ""]
         sections += ["A probe's cuda run against its cpu run in the same row, runs of one environment that did not "
                      "agree, and changes along the MAX releases that no CPU row shows at the same releases.", ""]

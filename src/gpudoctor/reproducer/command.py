@@ -10,6 +10,8 @@ runs. Nothing the command does raises here.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import re
 import shlex
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpudoctor.cancel import CancelScope, kill_group, start_in_own_group
+from gpudoctor.cancel import Cancelled, CancelScope, kill_group, start_in_own_group
 from gpudoctor.capture import TailReader
 from gpudoctor.crashinfo import fatal_error, faulthandler_frames, signal_name, traceback_tail
 from gpudoctor.model import Device, Frame, NativeStacks, Outcome, ProbeResult
@@ -30,6 +32,7 @@ from gpudoctor.redact import redact_text
 from gpudoctor.reproducer import native
 
 RUN_ID = "reproducer"
+HOST_INDEXING_DETAIL = "mojo_host_indexing"  # lines of Mojo packages beside the script that index from host code
 CAPTURE_LIMIT = 256 * 1024
 DEFAULT_TIMEOUT_S = 600.0
 MAPS_EVERY_S = 0.2
@@ -109,7 +112,7 @@ def _hang_stacks(pid: int, reproducer: Reproducer, cancel: CancelScope) -> tuple
     gdb = native.find_gdb() if reproducer.debugger else None
     if gdb is None:
         return (NativeStacks(None, native.NO_DEBUGGER) if reproducer.debugger else None), ()
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(OSError, Cancelled):  # a stopped session is seen by the caller's scope
         return native.attach_gdb(gdb, pid, cancel.child())
     return NativeStacks(native.gdb_version(gdb), "gdb could not attach to the process"), ()
 
@@ -235,8 +238,6 @@ FINGERPRINT_FILES = 500
 
 
 def _digest(path: Path) -> str | None:
-    import hashlib
-
     with contextlib.suppress(OSError):
         if path.is_file() and path.stat().st_size <= FINGERPRINT_FILE_LIMIT:
             return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
@@ -262,3 +263,8 @@ def fingerprint(reproducer: Reproducer) -> dict[str, object]:
                     digests.setdefault(str(file.relative_to(path.parent)), digest)
     return {"argv": list(reproducer.argv), "cwd": str(reproducer.cwd), "timeout_s": reproducer.timeout_s,
             "files": digests}  # fmt: skip
+
+
+def fingerprint_key(reproducer: Reproducer) -> str:
+    """A short name for the fingerprint: what a sweep keeps this reproducer's cell results under."""
+    return hashlib.sha256(json.dumps(fingerprint(reproducer), sort_keys=True).encode()).hexdigest()[:12]

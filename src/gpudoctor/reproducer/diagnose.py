@@ -13,9 +13,8 @@ from gpudoctor.interpreter import resolve_python
 from gpudoctor.inventory import collect_environment
 from gpudoctor.model import Environment, ProbeResult, Report
 from gpudoctor.mojoscan import scan_package
-from gpudoctor.reproducer.command import Reproducer, run_command
+from gpudoctor.reproducer.command import HOST_INDEXING_DETAIL, Reproducer, run_command
 
-HOST_INDEXING_DETAIL = "mojo_host_indexing"  # lines of Mojo packages beside the script that index from host code
 MAX_PACKAGES = 16
 
 

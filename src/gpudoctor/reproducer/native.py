@@ -130,7 +130,7 @@ def crash_under_gdb(
         how = f"a second run under {version} did not crash (the crash does not reproduce every time)"
         return GdbCrash(None, NativeStacks(version, how), ())
     crashing = parse_frames(_section(text, "crash"), "crashing thread", CRASHING_FRAMES)
-    others = [f for f in parse_threads(_section(text, "threads")) if f.thread]
+    others = parse_threads(_section(text, "threads"))
     how = f"a second run under {version}, which stopped on {received[0]}: the crashing thread first, then every thread"
     libraries = tuple(dict.fromkeys(parse_libraries(_section(text, "libraries"))))
     return GdbCrash(received[0], NativeStacks(version, how, tuple(crashing + others)), libraries)

@@ -93,12 +93,9 @@ class Sweep:
         )
         self.results_dir = options.envs_dir / RESULTS_DIR
         if options.reproducer is not None:  # each reproducer keeps its own results: cells are shared, runs are not
-            import hashlib
+            from gpudoctor.reproducer.command import fingerprint_key
 
-            from gpudoctor.reproducer.command import fingerprint
-
-            digest = hashlib.sha256(json.dumps(fingerprint(options.reproducer), sort_keys=True).encode()).hexdigest()
-            self.results_dir = self.results_dir / f"reproducer-{digest[:12]}"
+            self.results_dir = self.results_dir / f"reproducer-{fingerprint_key(options.reproducer)}"
         self.known = run_ids(load_catalog((options.probe_dir or default_probe_dir()).absolute()))
 
     def _result_file(self, cell: Cell) -> Path:

@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Static
 from gpudoctor.matrix import Nearness, near_lines
 from gpudoctor.model import Environment, Outcome, ProbeResult, Report
 from gpudoctor.render import cost_line, environment_rows, where_it_died
+from gpudoctor.reproducer.command import RUN_ID
 from gpudoctor.safetext import safe_text
 from gpudoctor.suite import PlannedRun
 
@@ -88,7 +89,7 @@ class ProbeTable(DataTable[Text]):
 
     def show_result(self, result: ProbeResult) -> None:
         if result.id not in self.rows:
-            if result.probe != "reproducer":
+            if result.probe != RUN_ID:
                 return
             # `gpudoctor run`: the user's command is the one run, not planned from the catalog
             self.add_row(Text("-"), Text(""), plain(result.id), Text(""), plain(result.command), key=result.id)
