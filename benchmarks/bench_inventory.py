@@ -58,7 +58,7 @@ def main() -> None:
 def preflight_ms(runs: int = 20) -> None:
     """In-process: the stack facts the inventory adds (module locations, torch's CUDA build) and the pre-flight
     checks over an environment, each the median of ``runs``; goal (issue 14) <= 50 ms on top of the inventory."""
-    from gpudoctor.inventory import _local_stack_facts, collect_environment
+    from gpudoctor.facts.inventory import _local_stack_facts, collect_environment
     from gpudoctor.preflight import load_rules, preflight
 
     environment = collect_environment()
@@ -73,9 +73,9 @@ def preflight_ms(runs: int = 20) -> None:
 
     import os
 
-    from gpudoctor.buildtools import build_facts, triton_ptxas
-    from gpudoctor.libraries import library_facts
-    from gpudoctor.requirements import unmet_requirements
+    from gpudoctor.facts.buildtools import build_facts, triton_ptxas
+    from gpudoctor.facts.libraries import library_facts
+    from gpudoctor.facts.requirements import unmet_requirements
 
     raw = _local_stack_facts()
     sites = [str(s) for s in raw["site_packages"]]

@@ -31,7 +31,7 @@ from typing import Any
 _DOCTOR = """
 import json, resource, sys, time
 try:  # as the CLI does first (gpudoctor.cli.main); older checkouts have no such module
-    from gpudoctor.bytecode import keep_own_bytecode
+    from gpudoctor.suite.bytecode import keep_own_bytecode
     keep_own_bytecode()
 except ImportError:
     pass

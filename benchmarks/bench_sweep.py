@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gpudoctor.cancel import CancelScope
+from gpudoctor.process.cancel import CancelScope
 from gpudoctor.sweep.envs import Built, EnvironmentBuilder
 from gpudoctor.sweep.grid import Cell
 

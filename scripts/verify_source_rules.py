@@ -18,7 +18,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from gpudoctor.source.rules import SourceRule, shipped_rules
+from gpudoctor.kernel.source.rules import SourceRule, shipped_rules
 
 
 def max_version(env: Path) -> str:

@@ -84,7 +84,7 @@ REASON_PATTERN = re.compile(
 def contradicting_reasons(report: Report) -> list[str]:
     """Every place where a run's skip reason or summary names another run's outcome other than the one the report
     shows for that run: such a reason tells the user something the report contradicts."""
-    from gpudoctor.suite import OUTCOME_VERBS
+    from gpudoctor.suite.schedule import OUTCOME_VERBS
 
     shown = {r.id: OUTCOME_VERBS[r.outcome] for r in report.results}
     wrong = []

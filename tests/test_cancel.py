@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from conftest import MARKER_ENV, hanging_catalog, processes_with_marker, validate_report
 
-from gpudoctor.cancel import CancelScope
 from gpudoctor.doctor import DoctorOptions, diagnose
 from gpudoctor.model import Outcome
+from gpudoctor.process.cancel import CancelScope
 
 
 def _wait_for(condition: object, limit_s: float = 120) -> None:

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor.catalog import default_probe_dir, load_catalog
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.inventory import collect_environment
+from gpudoctor.facts.inventory import collect_environment
 from gpudoctor.model import Device
-from gpudoctor.suite import plan_runs
+from gpudoctor.suite.catalog import default_probe_dir, load_catalog
+from gpudoctor.suite.schedule import plan_runs
 
 
 def test_shipped_catalog_is_valid_and_every_script_runs_standalone() -> None:

@@ -12,9 +12,9 @@ import pytest
 from conftest import ROOT, SYNTHETIC, run_cli
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from gpudoctor.junit import to_junit
 from gpudoctor.model import Report
-from gpudoctor.render import GITHUB_BODY_LIMIT, to_markdown
+from gpudoctor.report.junit import to_junit
+from gpudoctor.report.text import GITHUB_BODY_LIMIT, to_markdown
 
 FIXTURES = ROOT / "tests" / "fixtures"
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from conftest import SCHEMA, TESTS, run_cli, validate_report
 
-from gpudoctor.codec import ReportError, decode, encode, schema_text
 from gpudoctor.model import Report
+from gpudoctor.report.codec import ReportError, decode, encode, schema_text
 
 FIXTURES = TESTS / "fixtures"
 RECORDED = sorted(p for p in FIXTURES.rglob("*.json") if "schema_version" in json.loads(p.read_text()))
@@ -48,7 +48,7 @@ def _written_back(written: Any, encoded: Any) -> bool:
 
 
 def test_the_schema_file_is_the_one_generated_from_the_dataclasses() -> None:
-    assert SCHEMA.read_text() == schema_text(), "stale: run python -m gpudoctor.codec"
+    assert SCHEMA.read_text() == schema_text(), "stale: run python -m gpudoctor.report.codec"
     schema = json.loads(SCHEMA.read_text())
     assert schema["$defs"]["Report"]["additionalProperties"] is False
     assert sorted(schema["$defs"]["Outcome"]["enum"]) == ["crash", "fail", "interrupted", "pass", "skipped", "timeout"]
@@ -116,7 +116,7 @@ def test_the_cli_refuses_a_malformed_report_with_exit_2_and_one_line(tmp_path: P
 
 
 def test_a_report_read_back_renders_as_the_original_and_the_inventory_run_never_imports_msgspec() -> None:
-    from gpudoctor.render import to_text
+    from gpudoctor.report.text import to_text
 
     report = Report.from_dict(_fixture())
     assert to_text(Report.from_dict(report.to_dict())) == to_text(report)

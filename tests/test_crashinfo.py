@@ -1,6 +1,6 @@
 """Parsing of what dead processes leave behind: signal names, faulthandler dumps, tracebacks."""
 
-from gpudoctor.crashinfo import fatal_error, faulthandler_frames, signal_name, traceback_tail
+from gpudoctor.process.endings import fatal_error, faulthandler_frames, signal_name, traceback_tail
 
 # Shaped like seed 000's log: the crash in a worker thread of MAX while the main thread waits.
 SEED_000_DUMP = """\

@@ -21,8 +21,8 @@ import tomllib
 from conftest import MARKER_ENV, ROOT, processes_with_marker
 from hostile_cases import CASES, FIXTURE, Case, can_mount, expand, prepare, run_case
 
-from gpudoctor import interpreter
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.facts import interpreter
 
 DOC = ROOT / "docs" / "hostile-inputs.md"
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import ROOT, run_cli
 
-from gpudoctor.mojoscan import scan_package
+from gpudoctor.kernel.scan import scan_package
 
 KERNELS = ROOT / "tests" / "kernels"
 CONTROL = ROOT / "kernels" / "mojo1" / "control"

@@ -17,7 +17,6 @@ import tomli_w
 import tomllib
 from conftest import ROOT, TESTS, run_cli
 
-from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.matrix import (
     MatrixError,
@@ -31,6 +30,7 @@ from gpudoctor.matrix import (
     transitions,
 )
 from gpudoctor.model import Outcome, Report
+from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
 
 MATRIX = ROOT / "matrix"
 FIXTURES = TESTS / "fixtures"

@@ -14,9 +14,9 @@ import pytest
 import tomllib
 from conftest import TESTS
 
-from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.matrix import MatrixError, MatrixStore, row_from_report
 from gpudoctor.model import Report
+from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
 
 FIXTURE = TESTS / "fixtures" / "h100-suite-report.json"
 KNOWN = run_ids(load_catalog(default_probe_dir()))
@@ -25,7 +25,7 @@ TORCH_VERSIONS = ("2.11.0", "2.12.0", "2.13.0", "2.14.0")  # one environment (ro
 _WRITER = """
 import json, sys
 from pathlib import Path
-from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
+from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.matrix import MatrixStore, row_from_report
 from gpudoctor.model import Report
 

@@ -12,7 +12,7 @@ from typing import Any
 import pynvml
 import pytest
 
-from gpudoctor.nvml import NO_DRIVER, query_driver
+from gpudoctor.facts.nvml import NO_DRIVER, query_driver
 
 
 def test_real_nvml_without_driver_says_no_driver() -> None:
@@ -93,7 +93,7 @@ def test_init_failure_other_than_missing_library(monkeypatch: pytest.MonkeyPatch
 
 
 def test_cuda_visible_devices_hides_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpudoctor.inventory import collect_environment
+    from gpudoctor.facts.inventory import collect_environment
 
     monkeypatch.setitem(__import__("sys").modules, "pynvml", _fake_nvml())
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from conftest import ROOT, validate_report
 
-from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.doctor import DoctorOptions, pin_advice, with_pin_advice
 from gpudoctor.matrix import MatrixStore
 from gpudoctor.model import Report
-from gpudoctor.render import to_markdown, to_text
+from gpudoctor.report.text import to_markdown, to_text
+from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
 
 SWEEP = ROOT / "tests" / "fixtures" / "sweep-cpu"
 ROWS = MatrixStore(ROOT / "matrix").load()

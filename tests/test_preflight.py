@@ -103,7 +103,7 @@ PROC_OPEN = (
 
 
 def test_kernel_module_and_library_versions_are_read_from_the_files_the_driver_writes(tmp_path: Path) -> None:
-    from gpudoctor.nvml import kernel_module_version, loaded_library_version
+    from gpudoctor.facts.nvml import kernel_module_version, loaded_library_version
 
     proc = tmp_path / "version"
     proc.write_text(PROC_PROPRIETARY)
@@ -254,7 +254,7 @@ def test_declared_requirements_that_installed_packages_do_not_meet_agree_with_pi
 def test_device_nodes_are_read_from_dev_and_a_missing_nvidia_uvm_explains_cuda_unknown_error(tmp_path: Path) -> None:
     """The nodes read from a real folder (this machine's /dev has none: no driver, no finding); on the recorded H100
     environment, NVML answering without /dev/nvidia-uvm is the pre-flight problem that explains CUDA's 999."""
-    from gpudoctor.nvml import device_nodes
+    from gpudoctor.facts.nvml import device_nodes
 
     for name in ("nvidiactl", "nvidia0", "nvidia-modeset", "null"):
         (tmp_path / name).write_text("")
@@ -285,7 +285,7 @@ def test_cuda_libraries_are_resolved_as_the_loader_would_and_a_package_missing_i
     with another libcudart.so.12 (a symlink to a versioned file, as toolkits lay it out), and this machine's real
     ld.so cache. The loader's pick (LD_LIBRARY_PATH first), the file it really opens, pip's copy and whether they
     are one file; then CuPy for CUDA 12 without any libnvrtc.so.12 is a pre-flight problem naming it."""
-    from gpudoctor.libraries import ld_cache, library_facts
+    from gpudoctor.facts.libraries import ld_cache, library_facts
 
     env = tmp_path / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=300)
@@ -336,7 +336,7 @@ def test_extension_build_facts_are_read_from_the_real_toolkit_and_torch_and_judg
     cpp_extension.py lists; then the checks: nvcc's CUDA against torch's, gcc against the toolkit, the arch list."""
     import importlib.util
 
-    from gpudoctor.buildtools import build_facts, find_cuda_home, torch_arch_names
+    from gpudoctor.facts.buildtools import build_facts, find_cuda_home, torch_arch_names
 
     spec = importlib.util.find_spec("torch")
     assert spec is not None and spec.origin is not None
@@ -387,7 +387,7 @@ def test_tritons_ptxas_is_read_from_its_wheel_layout_and_judged_against_each_gpu
     """The ptxas in Triton's wheel layout (this machine's real CUDA toolkit ptxas, linked where the wheel keeps its
     own, when the machine has one) and its release; then the judgement on recorded GPUs and drivers: an RTX 5090
     (sm_120) needs a CUDA 12.8+ ptxas, a Pascal GPU one older than CUDA 13, a driver at least its CUDA major."""
-    from gpudoctor.buildtools import triton_ptxas
+    from gpudoctor.facts.buildtools import triton_ptxas
 
     site = tmp_path / "site"
     (site / "triton" / "backends" / "nvidia" / "bin").mkdir(parents=True)
@@ -430,7 +430,7 @@ def test_runtime_compilers_are_found_where_packages_get_them_and_judged_against_
     machine's real one flows through the real inventory when there is one). Then the judgement on the recorded H100
     with its driver's CUDA release changed: a newer major is a problem, a newer minor a notice about PTX, and nothing
     is said where no installed package compiles with that compiler."""
-    from gpudoctor.runtimecompilers import runtime_compilers
+    from gpudoctor.facts.runtimecompilers import runtime_compilers
 
     distributions = [["nvidia-cuda-nvrtc-cu12", "12.8.93", []], ["nvidia-cuda-nvcc-cu12", "12.4.131", []],
                      ["numpy", "2.2.0", []]]  # fmt: skip

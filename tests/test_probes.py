@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from conftest import ROOT, validate_report
 
-from gpudoctor.catalog import default_probe_dir, load_catalog
 from gpudoctor.model import Report
+from gpudoctor.suite.catalog import default_probe_dir, load_catalog
 
 PROBES = ROOT / "probes"
 

@@ -14,12 +14,12 @@ import pytest
 from conftest import ROOT, SYNTHETIC
 
 from gpudoctor import protocol
-from gpudoctor.catalog import default_probe_dir, load_catalog
-from gpudoctor.kernel import KERNEL_SPEC
+from gpudoctor.kernel.pipeline import KERNEL_SPEC
 from gpudoctor.knowledge import load_known_issues
 from gpudoctor.model import Device, Outcome, ProbeSpec, Report
 from gpudoctor.patches import patch_file
-from gpudoctor.runner import ProbeInvocation, classify, read_events
+from gpudoctor.suite.catalog import default_probe_dir, load_catalog
+from gpudoctor.suite.runner import ProbeInvocation, classify, read_events
 
 SPECS = {spec.id: spec for spec in (*load_catalog(default_probe_dir()), KERNEL_SPEC)}
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -10,7 +10,7 @@ from conftest import SYNTHETIC, contradicting_reasons
 
 from gpudoctor.doctor import DoctorOptions, diagnose, rerun
 from gpudoctor.model import Device, Outcome
-from gpudoctor.render import to_markdown, to_text
+from gpudoctor.report.text import to_markdown, to_text
 
 
 def test_a_rerun_runs_what_builds_on_it_and_keeps_the_rest() -> None:

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import synthetic_copy
 
-from gpudoctor.catalog import load_catalog
-from gpudoctor.inventory import collect_environment
+from gpudoctor.facts.inventory import collect_environment
 from gpudoctor.model import Device, Outcome, ProbeResult, ProbeSpec
-from gpudoctor.runner import CAPTURE_LIMIT, ProbeInvocation, run_probe
-from gpudoctor.suite import plan_runs, run_plan
+from gpudoctor.suite.catalog import load_catalog
+from gpudoctor.suite.runner import CAPTURE_LIMIT, ProbeInvocation, run_probe
+from gpudoctor.suite.schedule import plan_runs, run_plan
 
 
 def _run(

@@ -14,11 +14,11 @@ import pytest
 from conftest import ROOT, TESTS, run_cli
 
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.inventory import collect_environment
+from gpudoctor.facts.inventory import collect_environment
+from gpudoctor.kernel.source import check_source, load_rules, shipped_rules, translate
+from gpudoctor.kernel.source.check import changes_between
 from gpudoctor.knowledge import load_known_issues, match_findings
 from gpudoctor.model import Device, Outcome, ProbeResult, Report
-from gpudoctor.source import check_source, load_rules, shipped_rules, translate
-from gpudoctor.source.check import changes_between
 
 KERNELS = ROOT / "kernels"
 

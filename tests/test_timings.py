@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, synthetic_copy, validate_report
 
-from gpudoctor.caches import reserved_temp_dir
 from gpudoctor.doctor import DoctorOptions, diagnose
 from gpudoctor.model import Device, Outcome, ProbeSpec
-from gpudoctor.runner import STARTUP_STEP, ProbeInvocation, run_probe
-from gpudoctor.suite import PlannedRun, run_plan
+from gpudoctor.suite.caches import reserved_temp_dir
+from gpudoctor.suite.runner import STARTUP_STEP, ProbeInvocation, run_probe
+from gpudoctor.suite.schedule import PlannedRun, run_plan
 
 SYNTHETIC = ROOT / "tests" / "synthetic_probes"
 IDENTITY_CATALOG = """
@@ -74,7 +74,7 @@ def test_timings_reach_json_and_markdown(tmp_path: Path) -> None:
     validate_report(json.loads(json.dumps(report.to_dict())))
     first = report.to_dict()["results"][0]
     assert first["steps"][0]["name"] == STARTUP_STEP and first["cpu_s"] > 0 and first["peak_rss_mib"] > 0
-    from gpudoctor.render import to_markdown
+    from gpudoctor.report.text import to_markdown
 
     markdown = to_markdown(report)
     assert "<summary>Where the time went</summary>" in markdown
@@ -184,7 +184,7 @@ def test_probes_keep_bytecode_in_the_cache_where_the_environment_turns_it_off(
 
 
 def test_probe_environment_changes_only_what_is_unset() -> None:
-    from gpudoctor.caches import probe_environment
+    from gpudoctor.suite.caches import probe_environment
 
     plain = probe_environment({"PATH": "/usr/bin", "TORCHINDUCTOR_CACHE_DIR": "/mine"})
     assert plain["TORCHINDUCTOR_CACHE_DIR"] == "/mine"

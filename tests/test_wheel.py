@@ -23,7 +23,7 @@ def test_wheel_in_fresh_venv(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "gpudoctor/_data/probes/catalog.toml" in names
     assert "gpudoctor/_data/probes/_harness.py" in names
-    assert "gpudoctor/schema/report.schema.json" in names
+    assert "gpudoctor/report/schema/report.schema.json" in names
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)

@@ -13,21 +13,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpudoctor import __version__
-from gpudoctor.caches import expected_durations, record_durations
-from gpudoctor.cancel import CancelScope
-from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.interpreter import resolve_python
-from gpudoctor.inventory import collect_environment
-from gpudoctor.kernelsection import KernelSection
+from gpudoctor.facts.interpreter import resolve_python
+from gpudoctor.facts.inventory import collect_environment
+from gpudoctor.kernel.section import KernelSection
 from gpudoctor.knowledge import load_known_issues, match_findings
 from gpudoctor.matrix.query import machine_timelines, pin_options
 from gpudoctor.matrix.schema import Row
 from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, ProbeSpec, Report
 from gpudoctor.patches import PATCH_FILES_ENV, PATCH_MODULES, patch_file
 from gpudoctor.preflight import preflight
-from gpudoctor.runner import run_probe
-from gpudoctor.suite import PlannedRun, ResultCallback, StartCallback, plan_runs, run_plan
+from gpudoctor.process.cancel import CancelScope
+from gpudoctor.suite.caches import expected_durations, record_durations
+from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
+from gpudoctor.suite.runner import run_probe
+from gpudoctor.suite.schedule import PlannedRun, ResultCallback, StartCallback, plan_runs, run_plan
 
 PROBE_MEMORY_GIB = 1.5  # a probe process with torch and MAX loaded, measured at 0.7-1.3 GiB peak
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpudoctor.reportfiles import ReportFiles
+from gpudoctor.report.files import ReportFiles
 
 if TYPE_CHECKING:
     from gpudoctor.doctor import DoctorOptions

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpudoctor.kernelsection import KernelSection
+from gpudoctor.kernel.section import KernelSection
 from gpudoctor.protocol import DetailKey
 
 SCHEMA_VERSION = 1
@@ -287,7 +287,7 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-shaped data, as ``--json`` prints it (``codec.encode``)."""
-        from gpudoctor.codec import encode
+        from gpudoctor.report.codec import encode
 
         return encode(self)
 
@@ -295,6 +295,6 @@ class Report:
     def from_dict(cls, data: Any) -> Report:
         """A report from JSON-shaped data, every field validated (``codec.decode``; ``codec.ReportError`` names the
         first wrong field)."""
-        from gpudoctor.codec import decode
+        from gpudoctor.report.codec import decode
 
         return decode(data)

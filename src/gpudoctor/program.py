@@ -1,7 +1,7 @@
 """The program `gpudoctor` (and `python -m gpudoctor`): runs the command the CLI parsed, and where the command asks for
 the terminal (gpudoctor.handoff), starts the TUI with it. One line on stderr for every error a user can act on.
 
-Exit codes (gpudoctor.session.ExitCode): 0 healthy, 1 a problem found, 2 bad input or usage, 130 interrupted,
+Exit codes (gpudoctor.process.session.ExitCode): 0 healthy, 1 a problem found, 2 bad input or usage, 130 interrupted,
 143 terminated.
 """
 
@@ -11,9 +11,9 @@ import contextlib
 import sys
 from collections.abc import Sequence
 
-from gpudoctor.bytecode import keep_own_bytecode
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.session import ExitCode
+from gpudoctor.process.session import ExitCode
+from gpudoctor.suite.bytecode import keep_own_bytecode
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -52,7 +52,7 @@ def _load(config: pytest.Config) -> Report | None:
     path = config.getoption("--gpudoctor-report")
     if path:
         from gpudoctor.errors import GpuDoctorError
-        from gpudoctor.reportfiles import read_report
+        from gpudoctor.report.files import read_report
 
         try:
             report = read_report(Path(path))

@@ -19,8 +19,8 @@ from gpudoctor.cli.common import (
 )
 from gpudoctor.cli.run_command import split_command
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.process.session import stop_on_signals
 from gpudoctor.safetext import safe_text
-from gpudoctor.session import stop_on_signals
 
 
 def build_parser() -> argparse.ArgumentParser:

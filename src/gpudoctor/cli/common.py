@@ -1,6 +1,7 @@
 """What every subcommand shares: argument types, output and progress lines, and running work as a session.
 
-How a session stops and what it exits with is ``gpudoctor.session``'s (exit codes there, documented in README.md).
+How a session stops and what it exits with is ``gpudoctor.process.session``'s (exit codes there, documented in
+README.md).
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from gpudoctor.cancel import Cancelled, CancelScope
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import ProbeResult, Report
-from gpudoctor.reportfiles import ReportFiles
-from gpudoctor.session import ExitCode, Session, stop_on_signals
+from gpudoctor.process.cancel import Cancelled, CancelScope
+from gpudoctor.process.session import ExitCode, Session, stop_on_signals
+from gpudoctor.report.files import ReportFiles
 
 MAX_SECONDS = 24 * 3600.0  # no limit the doctor takes is longer than a day
 MAX_JOBS = 256
@@ -156,11 +157,11 @@ def emit(report: Report, options: argparse.Namespace) -> None:
     if getattr(options, "json", False):
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     elif getattr(options, "markdown", False):
-        from gpudoctor.render import to_markdown
+        from gpudoctor.report.text import to_markdown
 
         sys.stdout.write(to_markdown(report))
     else:
-        from gpudoctor.render import to_text
+        from gpudoctor.report.text import to_text
 
         sys.stdout.write(to_text(report))
     sys.stdout.flush()

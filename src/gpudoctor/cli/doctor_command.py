@@ -21,7 +21,7 @@ from gpudoctor.cli.common import (
 )
 from gpudoctor.handoff import DoctorAppRequest
 from gpudoctor.model import Device
-from gpudoctor.session import ExitCode
+from gpudoctor.process.session import ExitCode
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def list_probes(probe_dir: Path | None) -> int:
-    from gpudoctor.catalog import default_probe_dir, load_catalog
+    from gpudoctor.suite.catalog import default_probe_dir, load_catalog
 
     for spec in load_catalog(probe_dir or default_probe_dir()):
         devices = ",".join(d.value for d in spec.devices)

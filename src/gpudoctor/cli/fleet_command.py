@@ -13,7 +13,7 @@ from gpudoctor.cli.common import OneLineParser, file_to_write, folder_to_write, 
 from gpudoctor.cli.kernel_command import add_call_arguments
 from gpudoctor.handoff import FleetAppRequest
 from gpudoctor.model import Device
-from gpudoctor.session import stop_on_signals
+from gpudoctor.process.session import stop_on_signals
 
 if TYPE_CHECKING:
     from gpudoctor.fleet.report import FleetReport
@@ -134,7 +134,7 @@ def _write_junit(report: FleetReport, path: Path | None) -> None:
         return
     from gpudoctor.atomic import atomic_write
     from gpudoctor.fleet.report import NodeStatus
-    from gpudoctor.junit import fleet_to_junit
+    from gpudoctor.report.junit import fleet_to_junit
 
     suites = [
         (node.label + (f" gpu{index - 1}" if index else ""), node_report)
@@ -147,9 +147,9 @@ def _write_junit(report: FleetReport, path: Path | None) -> None:
 
 def _contribute(report: FleetReport, matrix_dir: Path | None) -> None:
     """One row per group of nodes (a distinct environment and outcome), merged like `gpudoctor matrix add`."""
-    from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
     from gpudoctor.fleet.report import contribution_reports
     from gpudoctor.matrix import MatrixStore, default_matrix_dir, row_from_report
+    from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
 
     store = MatrixStore(default_matrix_dir(matrix_dir, writing=True))
     known = run_ids(load_catalog(default_probe_dir()))

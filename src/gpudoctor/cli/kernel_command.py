@@ -22,13 +22,13 @@ from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Device
 
 if TYPE_CHECKING:
-    from gpudoctor.kernelspec import CallRequest
+    from gpudoctor.kernel.calls import CallRequest
 
 
 def add_call_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """The options that say which calls to make (--spec, or --op with --shape/--dtype/--param/--values), for
     `gpudoctor kernel` and for `gpudoctor sweep --kernel`; ``requests`` reads them."""
-    from gpudoctor.kernelspec import DTYPES, VALUES
+    from gpudoctor.kernel.calls import DTYPES, VALUES
 
     calls = parser.add_mutually_exclusive_group()
     calls.add_argument("--spec", type=existing_file, metavar="FILE", help="a TOML file of [[call]] tables")
@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         "host code that indexes device tensors. Without --op or --spec it compiles the package and lists its "
         "ops. Exit status: 0 healthy, 1 a problem found, 2 usage error, 130/143 interrupted.",
         epilog="Spec file: [[call]] tables with op, shape, dtype, parameters, values, rtol, atol and optional "
-        "per-tensor outputs/inputs lists; see the gpudoctor.kernelspec module docstring.",
+        "per-tensor outputs/inputs lists; see the gpudoctor.kernel.calls module docstring.",
     )
     parser.add_argument("package", type=Path, help="the package folder (with __init__.mojo) or a .mojopkg")
     add_call_arguments(parser)
@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def requests(options: argparse.Namespace) -> tuple[CallRequest, ...]:
-    from gpudoctor.kernelspec import CallRequest, load_spec, parse_parameter, parse_reference, parse_shape
+    from gpudoctor.kernel.calls import CallRequest, load_spec, parse_parameter, parse_reference, parse_shape
 
     if options.spec is not None:
         if options.shape or options.dtype or options.param or options.reference:
@@ -113,7 +113,7 @@ def requests(options: argparse.Namespace) -> tuple[CallRequest, ...]:
 
 def run(argv: Sequence[str]) -> int:
     from gpudoctor.doctor import default_jobs
-    from gpudoctor.kernel import KernelOptions, diagnose_kernel
+    from gpudoctor.kernel.pipeline import KernelOptions, diagnose_kernel
 
     options = build_parser().parse_args(argv)
     kernel_options = KernelOptions(

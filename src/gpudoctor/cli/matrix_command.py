@@ -16,8 +16,8 @@ from gpudoctor.cli.common import (
     whole_number,
 )
 from gpudoctor.model import Report
-from gpudoctor.reportfiles import read_report
-from gpudoctor.session import ExitCode, stop_on_signals
+from gpudoctor.process.session import ExitCode, stop_on_signals
+from gpudoctor.report.files import read_report
 
 if TYPE_CHECKING:
     from gpudoctor.matrix import MatrixStore
@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: Sequence[str]) -> int:
     from gpudoctor import matrix
     from gpudoctor.atomic import atomic_write
-    from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
+    from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
 
     options = build_parser().parse_args(argv)
     directory = matrix.default_matrix_dir(options.matrix, writing=options.command in ("add", "readme"))
@@ -97,8 +97,8 @@ def run(argv: Sequence[str]) -> int:
     own = read_report(options.source) if options.source else None
     if own is None:
         from gpudoctor.doctor import make_report
-        from gpudoctor.interpreter import resolve_python
-        from gpudoctor.inventory import collect_environment
+        from gpudoctor.facts.interpreter import resolve_python
+        from gpudoctor.facts.inventory import collect_environment
 
         own = make_report(collect_environment(resolve_python(options.python)))
     print(matrix.near_text(matrix.near(own, rows, known, options.count)), end="")
@@ -125,8 +125,8 @@ def _add(options: argparse.Namespace, store: MatrixStore, known: set[str]) -> in
 
 def _run_now(options: argparse.Namespace) -> Report | int:
     """A fresh run to record, or the exit status when it was interrupted (a partial run is never recorded)."""
-    from gpudoctor.cancel import Cancelled
     from gpudoctor.doctor import DoctorOptions, default_jobs, diagnose
+    from gpudoctor.process.cancel import Cancelled
 
     doctor_options = DoctorOptions(python=options.python, jobs=options.jobs or default_jobs())
     on_result = progress if sys.stderr.isatty() else None

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from gpudoctor.cli.common import OneLineParser
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.session import ExitCode
+from gpudoctor.process.session import ExitCode
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str]) -> int:
     from gpudoctor.atomic import atomic_write
-    from gpudoctor.interpreter import resolve_python, site_packages
+    from gpudoctor.facts.interpreter import resolve_python, site_packages
     from gpudoctor.knowledge import load_known_issues
     from gpudoctor.patches import HOOK_MODULE, HOOK_PTH, PATCH_MODULES, install_files, installed_file, patch_file
 

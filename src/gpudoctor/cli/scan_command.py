@@ -36,11 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: Sequence[str]) -> int:
     from packaging.version import InvalidVersion, Version
 
-    from gpudoctor.interpreter import resolve_python
-    from gpudoctor.inventory import package_versions
-    from gpudoctor.source.check import check_source
-    from gpudoctor.source.render import run_there_command, source_markdown, source_text
-    from gpudoctor.source.rules import shipped_rules
+    from gpudoctor.facts.interpreter import resolve_python
+    from gpudoctor.facts.inventory import package_versions
+    from gpudoctor.kernel.source.check import check_source
+    from gpudoctor.kernel.source.render import run_there_command, source_markdown, source_text
+    from gpudoctor.kernel.source.rules import shipped_rules
 
     options = build_parser().parse_args(argv)
     options.path = Path(os.path.abspath(options.path))

@@ -22,11 +22,11 @@ from gpudoctor.cli.common import (
 )
 from gpudoctor.cli.kernel_command import add_call_arguments
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.process.session import stop_on_signals
 from gpudoctor.safetext import safe_text
-from gpudoctor.session import stop_on_signals
 
 if TYPE_CHECKING:
-    from gpudoctor.kernelspec import CallRequest
+    from gpudoctor.kernel.calls import CallRequest
     from gpudoctor.sweep.run import Grid
 
 
@@ -88,7 +88,7 @@ def _kernel(options: argparse.Namespace) -> tuple[Path | None, tuple[CallRequest
             raise GpuDoctorError("--op, --shape, --dtype, --param and --spec go with --kernel PATH")
         return None, ()
     from gpudoctor.cli.kernel_command import requests
-    from gpudoctor.kernel import check_package_path
+    from gpudoctor.kernel.pipeline import check_package_path
 
     return check_package_path(options.kernel), requests(options)
 

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from gpudoctor import __version__
-from gpudoctor.cancel import CancelScope
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.fleet.report import FleetReport, NodeRun, NodeStatus, analyse
 from gpudoctor.model import Report
+from gpudoctor.process.cancel import CancelScope
 
 RAY_MISSING = 'gpudoctor fleet needs Ray, an optional extra: pip install "gpudoctor[fleet]"'
 CONNECT_TIMEOUT_S = 15.0
@@ -76,7 +76,7 @@ def _check_reachable(address: str) -> None:
 def _staged_gpudoctor() -> Iterator[Path]:
     """This gpudoctor as one package folder with its probes and kernels inside (the wheel's layout), for Ray to
     ship to the nodes."""
-    from gpudoctor.catalog import default_kernel_dir, default_probe_dir
+    from gpudoctor.suite.catalog import default_kernel_dir, default_probe_dir
 
     package = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory(prefix="gpudoctor-fleet-") as scratch:

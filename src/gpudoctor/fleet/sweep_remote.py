@@ -14,9 +14,9 @@ import time
 from typing import Any
 
 from gpudoctor.atomic import atomic_write
-from gpudoctor.cancel import CancelScope
 from gpudoctor.fleet.ray_runner import ray_session
 from gpudoctor.model import Report
+from gpudoctor.process.cancel import CancelScope
 from gpudoctor.sweep.grid import CellResult, CellStatus
 from gpudoctor.sweep.run import EventCallback, Grid, Sweep, SweepEvent, SweepOptions
 

@@ -15,7 +15,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.kernelsection import KernelOp
+from gpudoctor.kernel.section import KernelOp
 from gpudoctor.mechanisms import Rules, load_rules, mechanism_findings, searchable
 from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, Report
 from gpudoctor.protocol import DetailKey
@@ -229,8 +229,8 @@ MAX_SOURCE_EVIDENCE = 12
 def _kernel_source_rejected(report: Report) -> list[PredicateEvidence]:
     """Lines of the user's package that the installed MAX does not accept (the version-aware source check),
     and the compiler diagnostics they explain."""
-    from gpudoctor.source.check import from_dict, translate
-    from gpudoctor.source.render import run_there_command
+    from gpudoctor.kernel.source.check import from_dict, translate
+    from gpudoctor.kernel.source.render import run_there_command
 
     if not report.kernel or "source" not in report.kernel:
         return []

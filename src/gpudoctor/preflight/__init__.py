@@ -15,7 +15,6 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from gpudoctor.bytecode import NO_BYTECODE_ENV, bytecode_turned_off
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Environment, Finding
 from gpudoctor.preflight.building import (
@@ -29,6 +28,7 @@ from gpudoctor.preflight.building import (
     triton_ptxas_vs_gpu,
 )
 from gpudoctor.preflight.rule import Found, Rule, parse_version
+from gpudoctor.suite.bytecode import NO_BYTECODE_ENV, bytecode_turned_off
 from gpudoctor.tomlcheck import checked_table, read_toml, string_list
 
 RULES = Path(__file__).with_name("rules.toml")

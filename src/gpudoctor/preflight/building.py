@@ -1,6 +1,6 @@
 """Pre-flight checks of what building and loading GPU code needs: CUDA libraries the loader finds for the packages
-installed (gpudoctor.libraries), and the toolkit, host compiler, arch list and tools of torch.utils.cpp_extension
-(gpudoctor.buildtools). Pure functions of the inventory, like the other checks."""
+installed (gpudoctor.facts.libraries), and the toolkit, host compiler, arch list and tools of torch.utils.cpp_extension
+(gpudoctor.facts.buildtools). Pure functions of the inventory, like the other checks."""
 
 from __future__ import annotations
 

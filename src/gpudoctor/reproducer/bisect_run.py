@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpudoctor import __version__
-from gpudoctor.cancel import CancelScope
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Report
+from gpudoctor.process.cancel import CancelScope
 from gpudoctor.redact import redact_text
 from gpudoctor.reproducer.bisect import BisectSearch, Transition, Verdict, Way, transitions, way_of
 from gpudoctor.reproducer.command import RUN_ID, Reproducer

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpudoctor.cancel import Cancelled, CancelScope, kill_group, start_in_own_group
-from gpudoctor.capture import TailReader
-from gpudoctor.crashinfo import fatal_error, faulthandler_frames, signal_name, traceback_tail
 from gpudoctor.model import Device, Frame, NativeStacks, Outcome, ProbeResult
+from gpudoctor.process.cancel import Cancelled, CancelScope, kill_group, start_in_own_group
+from gpudoctor.process.capture import TailReader
+from gpudoctor.process.endings import fatal_error, faulthandler_frames, signal_name, traceback_tail
 from gpudoctor.redact import redact_text
 from gpudoctor.reproducer import native
 

@@ -7,12 +7,12 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
-from gpudoctor.cancel import CancelScope
 from gpudoctor.doctor import make_report
-from gpudoctor.interpreter import resolve_python
-from gpudoctor.inventory import collect_environment
+from gpudoctor.facts.interpreter import resolve_python
+from gpudoctor.facts.inventory import collect_environment
+from gpudoctor.kernel.scan import scan_package
 from gpudoctor.model import Environment, ProbeResult, Report
-from gpudoctor.mojoscan import scan_package
+from gpudoctor.process.cancel import CancelScope
 from gpudoctor.reproducer.command import HOST_INDEXING_DETAIL, Reproducer, run_command
 
 MAX_PACKAGES = 16
@@ -34,7 +34,7 @@ def mojo_packages_beside(reproducer: Reproducer) -> list[Path]:
 
 
 def host_indexing_lines(reproducer: Reproducer) -> list[str]:
-    """Every line of those packages' execute() that indexes a tensor from host code (gpudoctor.mojoscan's static
+    """Every line of those packages' execute() that indexes a tensor from host code (gpudoctor.kernel.scan's static
     scan, as `gpudoctor kernel` runs it): what crashes on a GPU only (seed 000)."""
     lines = []
     for package in mojo_packages_beside(reproducer):

@@ -14,8 +14,8 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gpudoctor.cancel import CancelScope, run_owned
 from gpudoctor.model import NativeFrame, NativeStacks
+from gpudoctor.process.cancel import CancelScope, run_owned
 
 GDB_TIMEOUT_S = 60.0
 FRAMES_PER_THREAD = 32

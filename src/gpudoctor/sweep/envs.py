@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpudoctor.atomic import atomic_write
-from gpudoctor.bytecode import cache_dir
-from gpudoctor.cancel import CancelScope, run_owned
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.interpreter import site_packages
-from gpudoctor.inventory import package_versions
+from gpudoctor.facts.interpreter import site_packages
+from gpudoctor.facts.inventory import package_versions
+from gpudoctor.process.cancel import CancelScope, run_owned
+from gpudoctor.suite.bytecode import cache_dir
 from gpudoctor.sweep.grid import Cell
 from gpudoctor.textfile import read_text
 

@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING
 
 from gpudoctor import __version__
 from gpudoctor.atomic import atomic_write
-from gpudoctor.cancel import Cancelled, CancelScope
-from gpudoctor.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.doctor import DoctorOptions, diagnose
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Report
+from gpudoctor.process.cancel import Cancelled, CancelScope
+from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.sweep.envs import Built, EnvironmentBuilder
 from gpudoctor.sweep.grid import Cell, CellResult, CellStatus
 from gpudoctor.textfile import read_text
 
 if TYPE_CHECKING:
-    from gpudoctor.kernelspec import CallRequest
+    from gpudoctor.kernel.calls import CallRequest
     from gpudoctor.reproducer.command import Reproducer
 
 RESULTS_DIR = "results"
@@ -182,7 +182,7 @@ class Sweep:
 
             return diagnose_reproducer(dataclasses.replace(self.options.reproducer, python=str(built.python)), cancel)
         if self.options.kernel is not None:
-            from gpudoctor.kernel import KernelOptions, diagnose_kernel
+            from gpudoctor.kernel.pipeline import KernelOptions, diagnose_kernel
 
             kernel_options = KernelOptions(
                 package=self.options.kernel,

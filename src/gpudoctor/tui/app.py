@@ -29,16 +29,16 @@ from textual.widgets import Footer, Header, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from gpudoctor.atomic import atomic_write
-from gpudoctor.cancel import CancelScope
-from gpudoctor.catalog import load_catalog, run_ids
 from gpudoctor.doctor import DoctorOptions, dependents, diagnose, make_report, probe_directory, rerun
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Environment, ProbeResult, Report
-from gpudoctor.render import to_markdown, to_text
-from gpudoctor.reportfiles import ReportFiles
-from gpudoctor.runner import interrupted_result
-from gpudoctor.session import ExitCode, Session
-from gpudoctor.suite import PlannedRun
+from gpudoctor.process.cancel import CancelScope
+from gpudoctor.process.session import ExitCode, Session
+from gpudoctor.report.files import ReportFiles
+from gpudoctor.report.text import to_markdown, to_text
+from gpudoctor.suite.catalog import load_catalog, run_ids
+from gpudoctor.suite.runner import interrupted_result
+from gpudoctor.suite.schedule import PlannedRun
 from gpudoctor.tui.widgets import (
     SPINNER,
     DetailsPane,

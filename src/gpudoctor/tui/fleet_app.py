@@ -25,8 +25,8 @@ from gpudoctor.fleet.ray_runner import FleetOptions, run_fleet
 from gpudoctor.fleet.render import fleet_text, odd_one_line, what_sets_apart
 from gpudoctor.fleet.report import FleetReport, NodeRun, NodeStatus
 from gpudoctor.model import Outcome
+from gpudoctor.process.session import ExitCode, Session
 from gpudoctor.safetext import safe_text
-from gpudoctor.session import ExitCode, Session
 from gpudoctor.tui.widgets import plain
 
 _STATUS_STYLES = {

@@ -17,10 +17,10 @@ from textual.widgets import DataTable, Static
 
 from gpudoctor.matrix import Nearness, near_lines
 from gpudoctor.model import Environment, Outcome, ProbeResult, Report
-from gpudoctor.render import cost_line, environment_rows, where_it_died
+from gpudoctor.report.text import cost_line, environment_rows, where_it_died
 from gpudoctor.reproducer.command import RUN_ID
 from gpudoctor.safetext import safe_text
-from gpudoctor.suite import PlannedRun
+from gpudoctor.suite.schedule import PlannedRun
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 OUTCOME_STYLES = {

@@ -24,7 +24,7 @@ _FIELDS = {"id", "script", "title", "stage", "devices", "needs", "after", "timeo
 
 def default_probe_dir() -> Path:
     """The probes shipped in the wheel, or the checkout's ``probes/`` when running from source."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # src/gpudoctor, or the installed package
     for candidate in (package / "_data" / "probes", package.parents[1] / "probes"):
         if (candidate / CATALOG_FILE).is_file():
             return candidate
@@ -37,7 +37,7 @@ def run_ids(specs: Iterable[ProbeSpec]) -> set[str]:
 
 
 def default_kernel_dir() -> Path:
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # src/gpudoctor, or the installed package
     for candidate in (package / "_data" / "kernels", package.parents[1] / "kernels"):
         if candidate.is_dir():
             return candidate

@@ -7,8 +7,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from gpudoctor.kernel.source.check import SourceCheck, SourceHit
 from gpudoctor.redact import redact_text
-from gpudoctor.source.check import SourceCheck, SourceHit
 
 MAX_SHOWN = 40
 

@@ -7,9 +7,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpudoctor.codec import ReportError
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Report
+from gpudoctor.report.codec import ReportError
 from gpudoctor.textfile import read_text
 
 MAX_REPORT_BYTES = 64 * 1024 * 1024
@@ -40,12 +40,12 @@ class ReportFiles:
         from gpudoctor.atomic import atomic_write
 
         if self.junit is not None:
-            from gpudoctor.junit import to_junit
+            from gpudoctor.report.junit import to_junit
 
             atomic_write(self.junit, to_junit(report), mode=0o644)
         if self.json is not None:
             atomic_write(self.json, json.dumps(report.to_dict(), indent=2) + "\n", mode=0o644)
         if self.markdown is not None:
-            from gpudoctor.render import to_markdown
+            from gpudoctor.report.text import to_markdown
 
             atomic_write(self.markdown, to_markdown(report), mode=0o644)

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gpudoctor.cancel import CancelScope, run_owned
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.process.cancel import CancelScope, run_owned
 from gpudoctor.redact import redact_text
 
 ANSWER_LIMIT = 4 * 1024 * 1024  # the answer is the last line; more than this is not an answer

@@ -128,7 +128,7 @@ def run_owned(
     """Run a command in its own process group, owned by ``scope``, with a time limit and bounded capture; the
     group is killed when it ends (in time or not), so nothing it started outlives it. Cancelling ``scope`` kills
     it at once and raises Cancelled; so does a scope cancelled before it starts."""
-    from gpudoctor.capture import TailReader
+    from gpudoctor.process.capture import TailReader
 
     if scope.cancelled:
         raise Cancelled(scope.reason or "cancelled")

@@ -140,7 +140,9 @@ def schema() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
         "title": "gpudoctor report",
-        "description": "What `gpudoctor --json` prints. Generated from gpudoctor.model by `python -m gpudoctor.codec`.",
+        "description": (
+            "What `gpudoctor --json` prints. Generated from gpudoctor.model by `python -m gpudoctor.report.codec`."
+        ),
         **generated,
     }
 
@@ -149,6 +151,6 @@ def schema_text() -> str:
     return json.dumps(schema(), indent=2, sort_keys=True) + "\n"
 
 
-if __name__ == "__main__":  # python -m gpudoctor.codec: write the schema file from the dataclasses
+if __name__ == "__main__":  # python -m gpudoctor.report.codec: write the schema file from the dataclasses
     SCHEMA_FILE.write_text(schema_text(), encoding="utf-8")
     print(f"wrote {SCHEMA_FILE}")

@@ -12,21 +12,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpudoctor.cancel import CancelScope
-from gpudoctor.catalog import default_probe_dir, load_catalog
 from gpudoctor.doctor import conclude, default_jobs
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.interpreter import resolve_python
-from gpudoctor.inventory import collect_environment
-from gpudoctor.kernelsection import KernelSection
-from gpudoctor.kernelspec import CallRequest, KernelCall, resolve_calls
+from gpudoctor.facts.interpreter import resolve_python
+from gpudoctor.facts.inventory import collect_environment
+from gpudoctor.kernel.calls import CallRequest, KernelCall, resolve_calls
+from gpudoctor.kernel.scan import PackageScan, scan_package
+from gpudoctor.kernel.section import KernelSection
+from gpudoctor.kernel.source.check import SourceCheck, check_source
 from gpudoctor.knowledge import CONTROL_PROBE, KERNEL_PROBE
 from gpudoctor.model import Device, Environment, ProbeResult, ProbeSpec, Report
-from gpudoctor.mojoscan import PackageScan, scan_package
+from gpudoctor.process.cancel import CancelScope
 from gpudoctor.redact import redact_text
-from gpudoctor.runner import ProbeInvocation
-from gpudoctor.source.check import SourceCheck, check_source
-from gpudoctor.suite import PlannedRun, ResultCallback, StartCallback, known_skip_reason, run_plan
+from gpudoctor.suite.catalog import default_probe_dir, load_catalog
+from gpudoctor.suite.runner import ProbeInvocation
+from gpudoctor.suite.schedule import PlannedRun, ResultCallback, StartCallback, known_skip_reason, run_plan
 
 KERNEL_SPEC = ProbeSpec(
     id=KERNEL_PROBE,

@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpudoctor.cancel import CancelScope
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Device, Environment, Outcome, ProbeResult, ProbeSpec
-from gpudoctor.runner import ProbeInvocation, interrupted_result, run_probe, skipped_result
+from gpudoctor.process.cancel import CancelScope
+from gpudoctor.suite.runner import ProbeInvocation, interrupted_result, run_probe, skipped_result
 
 
 @dataclass(frozen=True)

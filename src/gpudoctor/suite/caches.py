@@ -1,5 +1,5 @@
 """What probes reuse between runs: the compile caches of MAX and torch pointed into gpudoctor's cache folder
-(``gpudoctor.bytecode.cache_dir``; Python's bytecode too where the environment turned it off), and how long each
+(``gpudoctor.suite.bytecode.cache_dir``; Python's bytecode too where the environment turned it off), and how long each
 run took last time (so the longest start first).
 
 Every cache is content-keyed by its owner (MAX's model IR cache by the graph and compiler, Inductor's by the
@@ -20,9 +20,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from gpudoctor.atomic import atomic_write
-from gpudoctor.bytecode import cache_dir, keep_probe_bytecode
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Outcome, ProbeResult
+from gpudoctor.suite.bytecode import cache_dir, keep_probe_bytecode
 from gpudoctor.textfile import read_text
 
 DURATIONS_FILE = "durations.json"

@@ -15,16 +15,16 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gpudoctor.buildtools import build_facts, triton_ptxas
-from gpudoctor.cancel import CancelScope
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.interpreter import ask, check_cpython
-from gpudoctor.libraries import library_facts
+from gpudoctor.facts.buildtools import build_facts, triton_ptxas
+from gpudoctor.facts.interpreter import ask, check_cpython
+from gpudoctor.facts.libraries import library_facts
+from gpudoctor.facts.nvml import driver_files, query_driver
+from gpudoctor.facts.requirements import unmet_requirements
+from gpudoctor.facts.runtimecompilers import runtime_compilers
 from gpudoctor.model import Environment, Platform
-from gpudoctor.nvml import driver_files, query_driver
+from gpudoctor.process.cancel import CancelScope
 from gpudoctor.redact import redact_text
-from gpudoctor.requirements import unmet_requirements
-from gpudoctor.runtimecompilers import runtime_compilers
 
 # Distribution names, as pip knows them, whose versions decide whether a custom op works.
 PACKAGES: tuple[str, ...] = (

@@ -20,11 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpudoctor.caches import probe_environment, reserved_temp_dir
-from gpudoctor.cancel import CancelScope, kill_group, start_in_own_group
-from gpudoctor.capture import TailReader
-from gpudoctor.crashinfo import fatal_error, faulthandler_frames, signal_name, traceback_tail
 from gpudoctor.model import Device, Frame, Outcome, ProbeResult, ProbeSpec, StepTime
+from gpudoctor.process.cancel import CancelScope, kill_group, start_in_own_group
+from gpudoctor.process.capture import TailReader
+from gpudoctor.process.endings import fatal_error, faulthandler_frames, signal_name, traceback_tail
 from gpudoctor.protocol import (
     EVENT_RESULT,
     EVENT_STEP,
@@ -36,6 +35,7 @@ from gpudoctor.protocol import (
     decode,
 )
 from gpudoctor.redact import redact_text, redact_tree
+from gpudoctor.suite.caches import probe_environment, reserved_temp_dir
 from gpudoctor.textfile import read_prefix
 
 CAPTURE_LIMIT = 64 * 1024  # bytes kept from the end of each of stdout and stderr

@@ -14,7 +14,7 @@ import signal
 from collections.abc import Iterator
 from types import FrameType
 
-from gpudoctor.cancel import CancelScope
+from gpudoctor.process.cancel import CancelScope
 
 
 class ExitCode(enum.IntEnum):

@@ -2,8 +2,8 @@
 between releases, and the check that applies them to a package (`gpudoctor scan`, `gpudoctor kernel`).
 """
 
-from gpudoctor.source.check import SourceCheck, SourceHit, changes_between, check_source, translate
-from gpudoctor.source.rules import RuleBook, SourceRule, load_rules, shipped_rules
+from gpudoctor.kernel.source.check import SourceCheck, SourceHit, changes_between, check_source, translate
+from gpudoctor.kernel.source.rules import RuleBook, SourceRule, load_rules, shipped_rules
 
 __all__ = [
     "RuleBook",

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from gpudoctor.kernelsection import KernelTensorArg
+from gpudoctor.kernel.section import KernelTensorArg
 from gpudoctor.model import Environment, Outcome, ProbeResult, Report
 from gpudoctor.safetext import safe_text
 
