@@ -18,7 +18,7 @@ from gpudoctor.model import Report
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 SYNTHETIC = TESTS / "synthetic_probes"
-SCHEMA = ROOT / "src" / "gpudoctor" / "schema" / "report.schema.json"
+SCHEMA = ROOT / "src" / "gpudoctor" / "report" / "schema" / "report.schema.json"
 
 
 @pytest.fixture

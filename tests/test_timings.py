@@ -207,7 +207,7 @@ def test_the_doctor_keeps_its_own_bytecode_where_the_environment_turns_it_off(tm
         assert completed.returncode in (0, 1), completed.stderr
         validate_report(json.loads(completed.stdout))
     kept = _pyc_names(tmp_path / "cache" / "pycache")
-    assert {"doctor", "inventory", "doctor_command", "render"} <= kept, sorted(kept)
+    assert {"doctor", "inventory", "doctor_command", "text"} <= kept, sorted(kept)
     # and `python -B`, a choice made for one command, is left alone
     shutil.rmtree(tmp_path / "cache")
     env.pop("PYTHONDONTWRITEBYTECODE")
