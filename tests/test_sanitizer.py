@@ -85,3 +85,20 @@ def test_text_around_the_report_and_a_report_cut_mid_error_are_read_without_fuss
     partial = parse(cut)
     assert partial.error_count is None and partial.errors[0].kernel == "__main__::shift_right"
     assert parse("").errors == () and parse("\x00\xff garbage ========= \n=========").errors == ()
+
+
+def test_each_recorded_fault_is_told_in_one_line_that_names_kernel_line_and_launch() -> None:
+    from gpudoctor.instruments.explain import summarise
+
+    stride = summarise(parse(_report("triton_wrong_stride")), {"triton_wrong_stride.py"})
+    assert stride[0].startswith("kernel `scale_rows` (triton_wrong_stride.py:14) writes 16 bytes of global memory out")
+    assert stride[0].endswith("launched at triton_wrong_stride.py:19 — 20 such errors")
+    numba = summarise(parse(_report("numba_oob_write")))
+    assert numba == [
+        "kernel `__main__::shift_right` writes 4 bytes of global memory out of bounds (thread (255,0,0) of block"
+        " (3,0,0), 1 bytes after the nearest allocation, which holds 4,096 bytes), launched at numba_oob_write.py:15"
+    ]  # the launch failure that follows is its echo, not a second cause
+    threads = summarise(parse(_report("ext_too_many_threads")))
+    assert threads[0].startswith("the CUDA call cudaLaunchKernel failed with cudaErrorInvalidValue (invalid argument)"
+                                 " in add_one_kernel")  # fmt: skip
+    assert "launched at ext_too_many_threads.py:" in threads[0]

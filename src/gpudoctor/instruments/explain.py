@@ -1,0 +1,72 @@
+"""A sanitizer's error in the words of the user's code: which kernel, which line, which thread, which access, and
+the Python line that launched it; several errors of one kernel and line are one statement with a count."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from gpudoctor.instruments.sanitizer import ErrorKind, SanitizerError, SanitizerReport
+
+
+def _triple(values: tuple[int, int, int] | None) -> str:
+    return "(" + ",".join(str(v) for v in values) + ")" if values else "?"
+
+
+def _where(error: SanitizerError, own_files: frozenset[str]) -> str:
+    site = error.launch_site(own_files)
+    return f", launched at {site.file}:{site.line}" if site else ""
+
+
+def describe(error: SanitizerError, own_files: frozenset[str] = frozenset()) -> str:
+    """One sentence: what this error says about the user's code."""
+    kernel = f"kernel `{error.kernel}`" + (f" ({error.source})" if error.source else "") if error.kernel else "a kernel"
+    if error.kind in (ErrorKind.OUT_OF_BOUNDS, ErrorKind.MISALIGNED):
+        how = "out of bounds" if error.kind is ErrorKind.OUT_OF_BOUNDS else "at a misaligned address"
+        verb = {"read": "reads", "write": "writes"}.get(error.access or "", "accesses")
+        text = f"{kernel} {verb} {error.size_bytes} bytes of {error.space} memory {how}"
+        text += f" (thread {_triple(error.thread)} of block {_triple(error.block)}"
+        if error.distance_bytes is not None:
+            text += (f", {error.distance_bytes:,} bytes {error.direction} the nearest allocation,"
+                     f" which holds {error.allocation_bytes:,} bytes")  # fmt: skip
+        return text + ")" + _where(error, own_files)
+    if error.kind is ErrorKind.API_ERROR:
+        text = f"the CUDA call {error.api_call} failed with {error.api_error} ({error.api_error_text})"
+        native = next((f.function for f in error.host_frames if f.function and "(" in f.function), None)
+        return text + (f" in {native.split('(')[0]}" if native else "") + _where(error, own_files)
+    if error.kind is ErrorKind.DEVICE_ASSERT:
+        return f"a device-side assert fired in thread {_triple(error.thread)} of block {_triple(error.block)}" + _where(
+            error, own_files
+        )
+    if error.kind is ErrorKind.UNINITIALIZED:
+        return f"{kernel} reads memory nothing wrote ({error.headline})" + _where(error, own_files)
+    return error.headline + _where(error, own_files)
+
+
+def first_causes(report: SanitizerReport) -> list[SanitizerError]:
+    """The errors worth naming: memory errors before the API errors they cause (a kernel that faults makes every
+    later call fail with "unspecified launch failure"), one per kernel, line and kind, in order of appearance."""
+    def key(error: SanitizerError) -> tuple[object, ...]:
+        return (error.kind, error.kernel, error.source, error.access, error.api_call, error.api_error)
+
+    memory = [e for e in report.errors if e.kind is not ErrorKind.API_ERROR]
+    calls = [e for e in report.errors if e.kind is ErrorKind.API_ERROR]
+    if memory:  # the launch failures after a memory error are its echo
+        calls = [e for e in calls if e.api_error not in ("cudaErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED")]
+    seen: dict[tuple[object, ...], SanitizerError] = {}
+    for error in [*memory, *calls]:
+        seen.setdefault(key(error), error)
+    return list(seen.values())
+
+
+def summarise(report: SanitizerReport, own_files: Iterable[str] = ()) -> list[str]:
+    """One line per distinct cause, with how many times the sanitizer saw it."""
+    own = frozenset(own_files)
+    counts = Counter(
+        (e.kind, e.kernel, e.source, e.access, e.api_call, e.api_error) for e in report.errors
+    )
+    lines = []
+    for error in first_causes(report):
+        times = counts[(error.kind, error.kernel, error.source, error.access, error.api_call, error.api_error)]
+        lines.append(describe(error, own) + (f" — {times} such errors" if times > 1 else ""))
+    return lines

@@ -1,0 +1,66 @@
+"""The instrumented reruns of a user's failing command on a GPU: synchronous (every launch waits, so the Python
+line that launched the failing kernel is the one in the traceback) and compute-sanitizer's memcheck with the
+frameworks' caching allocators off (so an access past a tensor inside a cached block is seen). Pure: it says
+what to run and why an instrument cannot run; the supervisor runs it."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpudoctor.instruments.locate import INSTALL_HINT, Sanitizer
+
+PRINT_LIMIT = 20  # errors the sanitizer prints in full: the first ones name the culprit, the rest repeat it
+HOOKS = Path(__file__).with_name("hooks")
+# Each stack's switch for launching synchronously; CUDA_LAUNCH_BLOCKING serves the runtime and driver APIs alike.
+SYNCHRONOUS_ENV = {"CUDA_LAUNCH_BLOCKING": "1"}
+# Caching allocators off: torch by its variable; CuPy's pools by the hook on PYTHONPATH; numba-cuda allocates
+# through the driver unless told otherwise. MAX has no documented switch (its buffers stay pooled).
+ALLOCATORS_OFF_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+
+
+class Instrument(enum.StrEnum):
+    SYNCHRONOUS = "synchronous"
+    MEMCHECK = "memcheck"
+    INITCHECK = "initcheck"
+
+
+@dataclass(frozen=True)
+class InstrumentedRun:
+    instrument: Instrument
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)  # added to the command's own environment
+
+
+@dataclass(frozen=True)
+class NotRun:
+    instrument: Instrument
+    why: str  # one line for the report, with what to install where that helps
+
+
+def _with_hooks(env: Mapping[str, str]) -> dict[str, str]:
+    python_path = env.get("PYTHONPATH")
+    return {"PYTHONPATH": str(HOOKS) + (":" + python_path if python_path else "")}
+
+
+def plan_reruns(
+    argv: Sequence[str], env: Mapping[str, str], *, gpus: int, sanitizer: Sanitizer | None, exited_cleanly: bool
+) -> tuple[list[InstrumentedRun], list[NotRun]]:
+    """What to rerun ``argv`` under: synchronously when it failed, memcheck always, initcheck when it exited 0
+    (a kernel that reads what nobody wrote can still print a plausible answer)."""
+    if gpus == 0:
+        why = "no GPU here: the instruments run only where the program's kernels run"
+        return [], [NotRun(instrument, why) for instrument in Instrument]
+    runs: list[InstrumentedRun] = []
+    if not exited_cleanly:
+        runs.append(InstrumentedRun(Instrument.SYNCHRONOUS, tuple(argv), dict(SYNCHRONOUS_ENV)))
+    if sanitizer is None:
+        missing = f"compute-sanitizer not found (CUDA_HOME, PATH, pip's wheel): {INSTALL_HINT}"
+        return runs, [NotRun(Instrument.MEMCHECK, missing)]
+    checks = [Instrument.MEMCHECK] + ([Instrument.INITCHECK] if exited_cleanly else [])
+    for tool in checks:
+        command = (sanitizer.path, "--tool", tool.value, "--print-limit", str(PRINT_LIMIT), *argv)
+        runs.append(InstrumentedRun(tool, command, {**ALLOCATORS_OFF_ENV, **_with_hooks(env)}))
+    return runs, []

@@ -1,0 +1,66 @@
+"""Finding compute-sanitizer (the toolkit's, on PATH, or pip's wheel in the examined site-packages) and planning the
+instrumented reruns: none without a GPU (and the report says why), memcheck with the caching allocators off, the
+hook that turns CuPy's pools off chaining to the program's own sitecustomize."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from gpudoctor.instruments.locate import WHEEL_BIN, find_sanitizer
+from gpudoctor.instruments.reruns import HOOKS, Instrument, plan_reruns
+
+
+def _executable(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\necho sanitizer\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_the_sanitizer_is_found_in_cuda_home_then_path_then_pips_wheel(tmp_path: Path) -> None:
+    home = _executable(tmp_path / "cuda" / "bin" / "compute-sanitizer")
+    on_path = _executable(tmp_path / "elsewhere" / "compute-sanitizer")
+    wheel = _executable(tmp_path / "site" / WHEEL_BIN / "compute-sanitizer")
+    site = [tmp_path / "site"]
+    assert find_sanitizer({"CUDA_HOME": str(tmp_path / "cuda"), "PATH": str(on_path.parent)}, site).path == str(home)
+    found = find_sanitizer({"PATH": str(on_path.parent)}, site)
+    assert found is not None and (found.path, found.found_by) == (str(on_path), "PATH")
+    if not Path("/usr/local/cuda/bin/compute-sanitizer").exists():
+        found = find_sanitizer({"PATH": "/nonexistent"}, site)
+        assert found is not None and (found.path, found.found_by) == (str(wheel), "pip wheel")
+        assert find_sanitizer({"PATH": "/nonexistent"}, []) is None
+
+
+def test_no_instrument_runs_without_a_gpu_and_each_says_why() -> None:
+    runs, not_run = plan_reruns(["python", "prog.py"], {}, gpus=0, sanitizer=None, exited_cleanly=False)
+    assert runs == [] and {n.instrument for n in not_run} == set(Instrument)
+    assert all("no GPU" in n.why for n in not_run)
+
+
+def test_a_failed_program_is_rerun_synchronously_and_under_memcheck_with_the_allocators_off(tmp_path: Path) -> None:
+    sanitizer = find_sanitizer({"PATH": str(_executable(tmp_path / "compute-sanitizer").parent)})
+    runs, not_run = plan_reruns(["python", "prog.py"], {"PYTHONPATH": "/mine"}, gpus=1, sanitizer=sanitizer,
+                                exited_cleanly=False)  # fmt: skip
+    assert not_run == [] and [r.instrument for r in runs] == [Instrument.SYNCHRONOUS, Instrument.MEMCHECK]
+    assert runs[0].argv == ("python", "prog.py") and runs[0].env == {"CUDA_LAUNCH_BLOCKING": "1"}
+    memcheck = runs[1]
+    assert memcheck.argv[:5] == (str(tmp_path / "compute-sanitizer"), "--tool", "memcheck", "--print-limit", "20")
+    assert memcheck.env["PYTORCH_NO_CUDA_MEMORY_CACHING"] == "1"
+    assert memcheck.env["PYTHONPATH"] == f"{HOOKS}:/mine"
+    silent, _ = plan_reruns(["python", "prog.py"], {}, gpus=1, sanitizer=sanitizer, exited_cleanly=True)
+    assert [r.instrument for r in silent] == [Instrument.MEMCHECK, Instrument.INITCHECK]
+    _, missing = plan_reruns(["python", "prog.py"], {}, gpus=1, sanitizer=None, exited_cleanly=False)
+    assert missing[0].instrument is Instrument.MEMCHECK and "nvidia-cuda-sanitizer-api" in missing[0].why
+
+
+def test_the_allocator_hook_hands_over_to_the_programs_own_sitecustomize(tmp_path: Path) -> None:
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("import builtins\nbuiltins.OWN_SITECUSTOMIZE = True\n")
+    env = dict(os.environ, PYTHONPATH=f"{HOOKS}:{own}")
+    probe = "import builtins, sys; print(getattr(builtins, 'OWN_SITECUSTOMIZE', 0), type(sys.meta_path[0]).__name__)"
+    completed = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert completed.stdout.split() == ["True", "_PoolsOffAfterCupy"]
