@@ -240,8 +240,9 @@ def test_the_adjacent_stacks_recorded_on_the_h100_and_what_the_doctor_made_of_th
         "torch-env/cpu": "pass", "torch-env/cuda": "pass", "cpp-extension/cpu": "pass", "cpp-extension/cuda": "pass",
         "triton/cuda": "pass", "cupy/cuda": "pass", "numba-cuda/cuda": "fail",
     }  # fmt: skip
-    build = report.environment.stack["build"]
-    ptxas = (build["nvcc_cuda"], build["triton_ptxas_cuda"], build["triton_ptxas_blackwell_cuda"])
+    build = report.environment.stack.build
+    assert build is not None
+    ptxas = (build.nvcc_cuda, build.triton_ptxas_cuda, build.triton_ptxas_blackwell_cuda)
     assert ptxas == ("13.0", "12.8", "12.9")
     findings = {f.id: f for f in match_findings(report, load_known_issues())}
     assert findings["attribute-missing-numba"].runs == ("numba-cuda/cuda",)

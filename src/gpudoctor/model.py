@@ -15,6 +15,7 @@ from typing import Any
 
 from gpudoctor.kernel.section import KernelSection
 from gpudoctor.protocol import DetailKey
+from gpudoctor.stackfacts import StackFacts
 
 SCHEMA_VERSION = 1
 
@@ -100,9 +101,9 @@ class Environment:
     env_vars: Mapping[str, str]
     python_executable: str
     mojo_cli: str | None = None  # where a `mojo` executable was found next to the examined interpreter
-    # Read without importing: where torch/max/mojo/cuda/... would be imported from, the site-packages folders,
-    # and the CUDA version torch was built for (``torch_cuda``); empty in reports from before it was collected.
-    stack: Mapping[str, Any] = field(default_factory=dict)
+    # Read without importing: where torch/max/mojo/cuda/... would be imported from, the CUDA version torch was built
+    # for, build and load facts, the driver's files; empty in reports from before they were collected.
+    stack: StackFacts = field(default_factory=StackFacts)
 
     @property
     def cuda_device_visible(self) -> bool:

@@ -6,12 +6,11 @@ Text from probes is untrusted: control characters are made visible, never sent t
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
 from gpudoctor.kernel.section import KernelTensorArg
 from gpudoctor.model import Environment, Outcome, ProbeResult, Report
 from gpudoctor.safetext import safe_text
+from gpudoctor.stackfacts import BuildFacts, StackFacts
 
 _MARKS = {
     Outcome.PASS: "pass",
@@ -72,25 +71,23 @@ def environment_rows(environment: Environment) -> list[tuple[str, str]]:
     return rows
 
 
-def _toolchain_rows(stack: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _toolchain_rows(stack: StackFacts) -> list[tuple[str, str]]:
     """What building and loading GPU code would use, where the inventory found it (reports before it have none)."""
-    raw_build, raw_libraries = stack.get("build"), stack.get("libraries")
-    build: dict[str, Any] = raw_build if isinstance(raw_build, dict) else {}
-    libraries: dict[str, Any] = raw_libraries if isinstance(raw_libraries, dict) else {}
+    build, libraries = stack.build or BuildFacts(), stack.libraries or {}
     rows = []
-    if build.get("nvcc"):
-        host = build.get("host_compiler")
-        compiler = f"; host {host} {build.get('host_compiler_major')}" if host else ""
-        rows.append(("CUDA toolkit", f"nvcc {build.get('nvcc_cuda') or '?'} at {build['nvcc']}{compiler}"))
-    if build.get("triton_ptxas"):
-        blackwell = build.get("triton_ptxas_blackwell_cuda")
+    if build.nvcc:
+        host = build.host_compiler
+        compiler = f"; host {host} {build.host_compiler_major}" if host else ""
+        rows.append(("CUDA toolkit", f"nvcc {build.nvcc_cuda or '?'} at {build.nvcc}{compiler}"))
+    if build.triton_ptxas:
+        blackwell = build.triton_ptxas_blackwell_cuda
         extra = f" (ptxas-blackwell {blackwell})" if blackwell else ""
-        release = build.get("triton_ptxas_cuda") or "?"
-        rows.append(("Triton ptxas", f"CUDA {release}{extra} at {build['triton_ptxas']}"))
+        release = build.triton_ptxas_cuda or "?"
+        rows.append(("Triton ptxas", f"CUDA {release}{extra} at {build.triton_ptxas}"))
     for name in ("libcuda.so.1", "libnvrtc.so.12", "libnvrtc.so.13", "libnvJitLink.so.12", "libnvJitLink.so.13"):
         fact = libraries.get(name)
-        if isinstance(fact, dict) and fact.get("loader"):
-            rows.append((name, f"{fact['loader']} ({fact.get('via')})"))
+        if fact is not None and fact.loader:
+            rows.append((name, f"{fact.loader} ({fact.via})"))
     return rows
 
 
