@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT, SYNTHETIC, run_cli
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from gpudoctor.model import Report
+from gpudoctor.report.codec import decode
 from gpudoctor.report.junit import to_junit
 from gpudoctor.report.text import GITHUB_BODY_LIMIT, to_markdown
 
@@ -26,7 +26,7 @@ def _parse(tmp_path: Path, text: str) -> JUnitXml:
 
 
 def test_every_run_is_a_test_case_with_its_outcome(tmp_path: Path) -> None:
-    report = Report.from_dict(json.loads((FIXTURES / "h100-kernel-cpu-zeros.json").read_text()))
+    report = decode(json.loads((FIXTURES / "h100-kernel-cpu-zeros.json").read_text()))
     xml = _parse(tmp_path, to_junit(report))
     (suite,) = list(xml)
     cases = {case.name: case for case in suite}
@@ -41,7 +41,7 @@ def test_every_run_is_a_test_case_with_its_outcome(tmp_path: Path) -> None:
 
 
 def test_a_crash_is_an_error_with_its_signal_and_step(tmp_path: Path) -> None:
-    report = Report.from_dict(json.loads((FIXTURES / "h100-kernel-host-indexing.json").read_text()))
+    report = decode(json.loads((FIXTURES / "h100-kernel-host-indexing.json").read_text()))
     (suite,) = list(_parse(tmp_path, to_junit(report)))
     crashed = [case for case in suite if case.name.startswith("kernel/cuda")]
     (error,) = crashed[0].result
@@ -80,7 +80,7 @@ def test_markdown_fits_a_github_issue_whatever_the_stderr() -> None:
     comes first, stderr sits in <details>, and the body stays under GitHub's limit."""
     import dataclasses
 
-    report = Report.from_dict(json.loads((FIXTURES / "h100-kernel-host-indexing.json").read_text()))
+    report = decode(json.loads((FIXTURES / "h100-kernel-host-indexing.json").read_text()))
     noisy = "x" * 50_000 + "\n" + "\n".join(f"line {n} of a very chatty probe" for n in range(6000))
     report = dataclasses.replace(
         report, results=tuple(dataclasses.replace(r, stderr_tail=noisy) for r in report.results)

@@ -267,11 +267,11 @@ def _is_raylet_side(pid: int) -> bool:
 def _recorded_fleet(name: str = "fleet-h100.json") -> tuple[dict[str, Any], list[Any]]:
     """A fleet run recorded on a GPU machine (tests/fixtures/fleet-*.json), and its nodes read back."""
     from gpudoctor.fleet.report import NodeRun, NodeStatus
-    from gpudoctor.model import Report
+    from gpudoctor.report.codec import decode
 
     document = json.loads((Path(__file__).parent / "fixtures" / name).read_text())
     nodes = [
-        NodeRun(n["label"], NodeStatus(n["status"]), tuple(Report.from_dict(r) for r in n["reports"]), n["reason"],
+        NodeRun(n["label"], NodeStatus(n["status"]), tuple(decode(r) for r in n["reports"]), n["reason"],
                 n["host"], n["duration_s"])
         for n in document["nodes"]
     ]  # fmt: skip

@@ -14,8 +14,9 @@ from pathlib import Path
 from conftest import ROOT, validate_report
 
 from gpudoctor.facts.stack import device_nodes_fact, library_fact
-from gpudoctor.model import Driver, Environment, Report
+from gpudoctor.model import Driver, Environment
 from gpudoctor.preflight import CHECKS, load_rules, preflight
+from gpudoctor.report.codec import decode
 from gpudoctor.stackfacts import BuildFacts, DeviceNodes, LibraryFact, RuntimeCompiler, StackFacts
 
 H100 = ROOT / "tests" / "fixtures" / "h100-suite-report.json"
@@ -64,7 +65,7 @@ def test_from_a_clean_folder_nothing_is_found(tmp_path: Path) -> None:
 
 
 def _h100_environment(**changes: object) -> Environment:
-    environment = Report.from_dict(json.loads(H100.read_text())).environment
+    environment = decode(json.loads(H100.read_text())).environment
     return dataclasses.replace(environment, **changes)  # type: ignore[arg-type]
 
 
@@ -263,7 +264,7 @@ def test_device_nodes_are_read_from_dev_and_a_missing_nvidia_uvm_explains_cuda_u
     assert device_nodes(tmp_path) == {"present": ["nvidia-modeset", "nvidia0", "nvidiactl"], "inaccessible": []}
     assert device_nodes(tmp_path / "absent") == {"present": [], "inaccessible": []}
 
-    h100 = Report.from_dict(json.loads(H100.read_text())).environment
+    h100 = decode(json.loads(H100.read_text())).environment
     without_uvm = dataclasses.replace(
         h100, stack=dataclasses.replace(h100.stack, device_nodes=device_nodes_fact(device_nodes(tmp_path)))
     )
@@ -319,7 +320,7 @@ def test_cuda_libraries_are_resolved_as_the_loader_would_and_a_package_missing_i
     for name, fact in library_facts([], environ={}, cache=cache).items():
         assert fact["via"] in ("ld.so cache", "default folder") and (fact["via"] != "ld.so cache" or name in cache)
 
-    h100 = Report.from_dict(json.loads(H100.read_text())).environment
+    h100 = decode(json.loads(H100.read_text())).environment
     with_cupy = dataclasses.replace(
         h100,
         packages={**h100.packages, "cupy-cuda12x": "13.6.0"},
@@ -367,7 +368,7 @@ def test_extension_build_facts_are_read_from_the_real_toolkit_and_torch_and_judg
         version = subprocess.run([gcc, "-dumpversion"], capture_output=True, text=True, check=True).stdout
         assert real["host_compiler"] == "gcc" and real["host_compiler_major"] == int(version.split(".")[0])
 
-    recorded = Report.from_dict(json.loads(H100.read_text())).environment  # torch 2.11.0+cu130 (recorded before
+    recorded = decode(json.loads(H100.read_text())).environment  # torch 2.11.0+cu130 (recorded before
     stack = dataclasses.replace(recorded.stack, torch_cuda="13.0")  # stack facts had torch_cuda)
     h100 = dataclasses.replace(recorded, stack=stack)
     build = BuildFacts(nvcc="/usr/local/cuda/bin/nvcc", cuda_home="/usr/local/cuda", nvcc_cuda="13.0",
@@ -411,7 +412,7 @@ def test_tritons_ptxas_is_read_from_its_wheel_layout_and_judged_against_each_gpu
         assert triton_ptxas([str(site)], {"TRITON_PTXAS_PATH": real})["triton_ptxas"] == real
     assert triton_ptxas([str(tmp_path / "none")], {}) == {}
 
-    h100 = Report.from_dict(json.loads(H100.read_text())).environment
+    h100 = decode(json.loads(H100.read_text())).environment
 
     def found(cuda: str, capability: str, driver_cuda: str = "13.0", name: str = "GPU") -> tuple[str, ...]:
         driver = dataclasses.replace(
@@ -468,7 +469,7 @@ def test_runtime_compilers_are_found_where_packages_get_them_and_judged_against_
     else:
         assert toolkit == []
 
-    h100 = Report.from_dict(json.loads(H100.read_text())).environment
+    h100 = decode(json.loads(H100.read_text())).environment
 
     def said(driver_cuda: str, packages: dict[str, str]) -> dict[str, tuple[str, str]]:
         environment = dataclasses.replace(

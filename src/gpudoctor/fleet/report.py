@@ -16,6 +16,7 @@ from typing import Any
 
 from gpudoctor.matrix.schema import environment_key
 from gpudoctor.model import Device, Outcome, Report
+from gpudoctor.report.codec import encode
 
 
 def shows_as_problem(outcome: Outcome) -> bool:
@@ -82,7 +83,7 @@ class NodeRun:
             "environment": self.environment,
             "outcomes": _outcome_values(self.outcomes),
             "findings": list(self.findings),
-            "reports": [report.to_dict() for report in self.reports],
+            "reports": [encode(report) for report in self.reports],
         }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import hashlib
 import json
 import re
 import typing
@@ -36,6 +37,13 @@ def encode(report: Report) -> dict[str, Any]:
     if data.get("kernel") is None:
         data.pop("kernel", None)
     return data
+
+
+def report_id(report: Report) -> str:
+    """A content hash of the report: the same report read back from its JSON has the same id, so the matrix counts it
+    once however often it is added."""
+    canonical = json.dumps(encode(report), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def _field(value: Any, digits: int | None) -> Any:

@@ -22,6 +22,7 @@ from gpudoctor.doctor import DoctorOptions, diagnose
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Report
 from gpudoctor.process.cancel import Cancelled, CancelScope
+from gpudoctor.report.codec import decode, encode
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.sweep.envs import Built, EnvironmentBuilder
 from gpudoctor.sweep.grid import Cell, CellResult, CellStatus
@@ -159,7 +160,7 @@ class Sweep:
         if report.interrupted:
             return CellResult(cell, CellStatus.INTERRUPTED, "stopped while examining", duration_s=_since(started))
         report_file = self._report_file(cell)
-        atomic_write(report_file, json.dumps(report.to_dict(), indent=2) + "\n")
+        atomic_write(report_file, json.dumps(encode(report), indent=2) + "\n")
         result = CellResult(
             cell,
             CellStatus.PROBLEM if report.exit_code else CellStatus.HEALTHY,
@@ -217,7 +218,7 @@ class Sweep:
         if report is None:
             try:
                 data = json.loads(read_text(self.options.envs_dir / result.report, MAX_KEPT_BYTES))
-                report = Report.from_dict(data)
+                report = decode(data)
             except (GpuDoctorError, ValueError, KeyError, TypeError):
                 return
         try:
