@@ -234,3 +234,34 @@ def test_the_action_and_the_ci_snippets_are_valid_and_use_real_options() -> None
         build_parser().parse_args(argv)  # raises on an unknown or malformed option
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     assert hooks[0]["id"] == "gpudoctor-matrix-check" and hooks[0]["entry"] == "gpudoctor matrix check"
+
+
+def test_the_ci_workflow_runs_exactly_the_readmes_test_command_on_the_oldest_supported_python() -> None:
+    """.github/workflows/ci.yml parses, runs on pushes and pull requests on Ubuntu, sets up the Python that
+    requires-python names as the oldest, and runs one command: the one the README gives for the tests."""
+    import re
+    import tomllib
+
+    import yaml
+
+    readme = (ROOT / "README.md").read_text()
+    (said,) = re.findall(r"^(scripts/dev\.sh test)\s+# run the tests", readme, flags=re.MULTILINE)
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())
+    assert {"push", "pull_request"} <= set(workflow[True])  # YAML 1.1 reads the key `on` as True
+    (job,) = workflow["jobs"].values()
+    assert job["runs-on"].startswith("ubuntu-")
+    runs = [step["run"] for step in job["steps"] if "run" in step]
+    assert runs == [said]
+    (setup,) = [step for step in job["steps"] if step.get("uses", "").startswith("actions/setup-python@")]
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert requires == f">={setup['with']['python-version']}"
+
+
+def test_ruff_targets_the_oldest_python_the_project_supports() -> None:
+    """ruff's target-version is requires-python's floor: the lint suggests nothing the oldest supported Python lacks
+    and misses nothing it has."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    floor = project["project"]["requires-python"].removeprefix(">=")
+    assert project["tool"]["ruff"]["target-version"] == "py" + floor.replace(".", "")

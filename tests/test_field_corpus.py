@@ -6,11 +6,11 @@ failing output of a program on the recorded H100 machine, as `gpudoctor kernel` 
 from __future__ import annotations
 
 import json
+import tomllib
 from collections import Counter
 from typing import Any
 
 import pytest
-import tomllib
 from conftest import ROOT, TESTS
 
 from gpudoctor.knowledge import load_known_issues, match_findings

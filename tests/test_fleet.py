@@ -425,9 +425,8 @@ async def _fleet_view(address: str) -> None:
 def test_sweep_spreads_its_cells_over_the_cluster(cluster: tuple[Cluster, Path], tmp_path: Path) -> None:
     """`gpudoctor sweep --ray`: each cell is a task on some node (built and examined there; the cells inherit
     this interpreter's packages, as in test_sweep), and the rows are merged into this machine's matrix."""
-    from importlib.metadata import version
-
     import tomllib
+    from importlib.metadata import version
 
     head, _ = cluster
     (tmp_path / "matrix" / "rows").mkdir(parents=True)

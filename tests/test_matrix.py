@@ -9,12 +9,12 @@ import pwd
 import signal
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 import tomli_w
-import tomllib
 from conftest import ROOT, TESTS, run_cli
 
 from gpudoctor.errors import GpuDoctorError

@@ -7,11 +7,11 @@ import json
 import subprocess
 import sys
 import threading
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 from conftest import TESTS
 
 from gpudoctor.matrix import MatrixError, MatrixStore, row_from_report

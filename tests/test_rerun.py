@@ -118,7 +118,6 @@ def test_the_recorded_torch_2_6_cell_carries_every_run_the_float8_patch_unblocke
 
     from conftest import TESTS
 
-
     document = json.loads((TESTS / "fixtures" / "sweep-cpu" / "py3.11_torch-2.6.0_max-26.7.0.json").read_text())
     report = decode(document)
     assert report.environment.packages["torch"] == "2.6.0"

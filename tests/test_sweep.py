@@ -13,12 +13,12 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 from conftest import run_cli, tiny_wheel
 from packaging.version import Version
 

@@ -236,7 +236,7 @@ def run_fleet(
 ) -> FleetReport:
     """The doctor on every alive node; results of nodes that answered are kept whatever happens to the others."""
     scope = cancel if cancel is not None else CancelScope()
-    created = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+    created = datetime.datetime.now(datetime.UTC).replace(microsecond=0).isoformat()
     with ray_session(options.address, options.quiet) as ray:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 

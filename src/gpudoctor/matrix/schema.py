@@ -10,13 +10,13 @@ import datetime
 import hashlib
 import json
 import re
+import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import tomli_w
-import tomllib
 from packaging.version import InvalidVersion, Version
 
 from gpudoctor.errors import GpuDoctorError
