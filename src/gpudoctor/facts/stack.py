@@ -1,6 +1,5 @@
-"""The stack facts as the report carries them: the raw answer of the examined interpreter (modules, site-packages,
-torch's CUDA, distributions) and what the build, library and driver fact finders return, turned into typed
-``StackFacts`` with their paths redacted and their shapes checked (the raw answer comes from another process)."""
+"""The stack facts as the report carries them: the examined interpreter's raw answer and what the fact finders
+return, turned into typed ``StackFacts``, paths redacted, shapes checked (the raw answer comes from another process)."""
 
 from __future__ import annotations
 
