@@ -259,10 +259,8 @@ class DoctorApp(App[int]):
             self.table.show_result(result)
         self.query_one("#findings", FindingsPane).show(report)
         self._show_matrix(report)
-        self._say(
-            f"done: {len(report.results)} runs, {report.problem_runs} with problems, "
-            f"{report.problem_findings} problem findings"
-        )
+        counts = f"{report.problem_runs} with problems, {report.problem_findings} problem findings"
+        self._say(f"done: {len(report.results)} runs, {counts}")
         if (selected := self.selected_run_id()) is not None:
             self._show_details(selected)
 
