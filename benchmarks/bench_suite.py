@@ -36,6 +36,7 @@ try:  # as the CLI does first (gpudoctor.cli.main); older checkouts have no such
 except ImportError:
     pass
 from gpudoctor.doctor import DoctorOptions, diagnose
+from gpudoctor.report.codec import encode
 t0 = time.monotonic()
 timeline = {}
 def started(run):
@@ -43,7 +44,7 @@ def started(run):
 def ended(result):
     timeline.setdefault(result.id, {})["end"] = time.monotonic() - t0
 report = diagnose(DoctorOptions(jobs=int(sys.argv[1])), on_start=started, on_result=ended)
-json.dump({"report": report.to_dict(), "timeline": timeline, "wall": time.monotonic() - t0,
+json.dump({"report": encode(report), "timeline": timeline, "wall": time.monotonic() - t0,
            "rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}, sys.stdout)
 """
 

@@ -37,6 +37,8 @@ class DetailKey:
 
     TORCH_CUDA = "torch_cuda"  # the CUDA version torch was built for (torch-env)
     PATCHES_APPLIED = "patches_applied"  # set by the harness itself when the doctor verifies a patch
+    RESULTS_CHECKED = "results_checked"  # what a kernel's results were checked against: cpu, reference, none (kernel)
+    COMPILE_ERRORS = "compile_errors"  # the Mojo compiler's diagnostics when the package did not build (kernel)
 
 
 # Keys every probe may publish, whatever its catalog entry declares (the harness sets them).

@@ -19,6 +19,7 @@ from conftest import MARKER_ENV, hanging_catalog, processes_with_marker, validat
 from gpudoctor.doctor import DoctorOptions, diagnose
 from gpudoctor.model import Outcome
 from gpudoctor.process.cancel import CancelScope
+from gpudoctor.report.codec import encode
 
 
 def _wait_for(condition: object, limit_s: float = 120) -> None:
@@ -71,7 +72,7 @@ def test_diagnose_stopped_midway_keeps_what_ended_and_leaves_no_probe(
     assert report.result("hangs").summary == "interrupted: stopped by the test"  # type: ignore[union-attr]
     assert report.interrupted
     assert processes_with_marker(marker) == []
-    validate_report(report.to_dict())
+    validate_report(encode(report))
 
 
 STOP_LIMIT_S = 3.0  # the benchmark (benchmarks/bench_stop.py) shows ~0.1 s; this only catches "waited for probes"

@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT, SYNTHETIC, run_cli
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from gpudoctor.model import Report
+from gpudoctor.report.codec import decode
 from gpudoctor.report.junit import to_junit
 from gpudoctor.report.text import GITHUB_BODY_LIMIT, to_markdown
 
@@ -26,7 +26,7 @@ def _parse(tmp_path: Path, text: str) -> JUnitXml:
 
 
 def test_every_run_is_a_test_case_with_its_outcome(tmp_path: Path) -> None:
-    report = Report.from_dict(json.loads((FIXTURES / "h100-kernel-cpu-zeros.json").read_text()))
+    report = decode(json.loads((FIXTURES / "h100-kernel-cpu-zeros.json").read_text()))
     xml = _parse(tmp_path, to_junit(report))
     (suite,) = list(xml)
     cases = {case.name: case for case in suite}
@@ -41,7 +41,7 @@ def test_every_run_is_a_test_case_with_its_outcome(tmp_path: Path) -> None:
 
 
 def test_a_crash_is_an_error_with_its_signal_and_step(tmp_path: Path) -> None:
-    report = Report.from_dict(json.loads((FIXTURES / "h100-kernel-host-indexing.json").read_text()))
+    report = decode(json.loads((FIXTURES / "h100-kernel-host-indexing.json").read_text()))
     (suite,) = list(_parse(tmp_path, to_junit(report)))
     crashed = [case for case in suite if case.name.startswith("kernel/cuda")]
     (error,) = crashed[0].result
@@ -80,7 +80,7 @@ def test_markdown_fits_a_github_issue_whatever_the_stderr() -> None:
     comes first, stderr sits in <details>, and the body stays under GitHub's limit."""
     import dataclasses
 
-    report = Report.from_dict(json.loads((FIXTURES / "h100-kernel-host-indexing.json").read_text()))
+    report = decode(json.loads((FIXTURES / "h100-kernel-host-indexing.json").read_text()))
     noisy = "x" * 50_000 + "\n" + "\n".join(f"line {n} of a very chatty probe" for n in range(6000))
     report = dataclasses.replace(
         report, results=tuple(dataclasses.replace(r, stderr_tail=noisy) for r in report.results)
@@ -234,3 +234,34 @@ def test_the_action_and_the_ci_snippets_are_valid_and_use_real_options() -> None
         build_parser().parse_args(argv)  # raises on an unknown or malformed option
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     assert hooks[0]["id"] == "gpudoctor-matrix-check" and hooks[0]["entry"] == "gpudoctor matrix check"
+
+
+def test_the_ci_workflow_runs_exactly_the_readmes_test_command_on_the_oldest_supported_python() -> None:
+    """.github/workflows/ci.yml parses, runs on pushes and pull requests on Ubuntu, sets up the Python that
+    requires-python names as the oldest, and runs one command: the one the README gives for the tests."""
+    import re
+    import tomllib
+
+    import yaml
+
+    readme = (ROOT / "README.md").read_text()
+    (said,) = re.findall(r"^(scripts/dev\.sh test)\s+# run the tests", readme, flags=re.MULTILINE)
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())
+    assert {"push", "pull_request"} <= set(workflow[True])  # YAML 1.1 reads the key `on` as True
+    (job,) = workflow["jobs"].values()
+    assert job["runs-on"].startswith("ubuntu-")
+    runs = [step["run"] for step in job["steps"] if "run" in step]
+    assert runs == [said]
+    (setup,) = [step for step in job["steps"] if step.get("uses", "").startswith("actions/setup-python@")]
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert requires == f">={setup['with']['python-version']}"
+
+
+def test_ruff_targets_the_oldest_python_the_project_supports() -> None:
+    """ruff's target-version is requires-python's floor: the lint suggests nothing the oldest supported Python lacks
+    and misses nothing it has."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    floor = project["project"]["requires-python"].removeprefix(">=")
+    assert project["tool"]["ruff"]["target-version"] == "py" + floor.replace(".", "")

@@ -131,3 +131,19 @@ def test_doctor_process_never_imports_torch_or_max() -> None:
     assert "IMPORTED []" in completed.stderr, completed.stderr[-2000:]
     assert completed.returncode in (0, 1)
     assert json.loads(completed.stdout)["results"], "the suite ran probes"
+
+
+def test_help_names_every_command_of_the_table_and_each_command_has_its_own_help() -> None:
+    """`gpudoctor --help` lists every command the table holds (run, bisect and patch included), and each name runs
+    the module the table gives it: its own --help names it."""
+    from gpudoctor.cli import COMMANDS
+
+    assert {"kernel", "run", "bisect", "patch", "scan", "matrix", "sweep", "fleet"} <= set(COMMANDS)
+    completed = run_cli("--help")
+    assert completed.returncode == 0, completed.stderr
+    listed = completed.stdout.split("commands (each has --help):\n", 1)[1].splitlines()
+    assert [line.split()[1] for line in listed] == list(COMMANDS)
+    for name, info in COMMANDS.items():
+        assert info.summary in completed.stdout
+        own = run_cli(name, "--help")
+        assert own.returncode == 0 and own.stdout.startswith(f"usage: gpudoctor {name}"), (name, own.stderr)

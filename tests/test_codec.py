@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from conftest import SCHEMA, TESTS, run_cli, validate_report
 
-from gpudoctor.model import Report
-from gpudoctor.report.codec import ReportError, decode, encode, schema_text
+from gpudoctor.report.codec import ReportError, decode, encode, report_id, schema_text
 
 FIXTURES = TESTS / "fixtures"
 RECORDED = sorted(p for p in FIXTURES.rglob("*.json") if "schema_version" in json.loads(p.read_text()))
@@ -32,7 +31,7 @@ def test_every_recorded_report_round_trips_unchanged_with_the_id_it_always_had()
         report = decode(document)
         assert _written_back(document, encode(report)), path  # every field as it was written (newer ones added)
         assert decode(encode(report)) == report, path
-        assert report.report_id == IDS[str(path.relative_to(FIXTURES))], path
+        assert report_id(report) == IDS[str(path.relative_to(FIXTURES))], path
         validate_report(document)
 
 
@@ -118,8 +117,8 @@ def test_the_cli_refuses_a_malformed_report_with_exit_2_and_one_line(tmp_path: P
 def test_a_report_read_back_renders_as_the_original_and_the_inventory_run_never_imports_msgspec() -> None:
     from gpudoctor.report.text import to_text
 
-    report = Report.from_dict(_fixture())
-    assert to_text(Report.from_dict(report.to_dict())) == to_text(report)
+    report = decode(_fixture())
+    assert to_text(decode(encode(report))) == to_text(report)
     code = (
         "import sys, io, contextlib\n"
         "from gpudoctor.program import main\n"
@@ -129,3 +128,32 @@ def test_a_report_read_back_renders_as_the_original_and_the_inventory_run_never_
     )
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert completed.stdout.split() == ["0", "False"], completed.stderr[-2000:]
+
+
+def test_the_stack_facts_are_typed_documented_and_checked_like_every_other_field() -> None:
+    """`environment.stack` decodes into frozen records (the runtime compilers' JSON key `from` onto `source`), the
+    schema documents each of them and refuses fields they do not declare, and decode refuses them too; a report
+    recorded before the stack facts keeps an empty stack, written back as {}."""
+    from gpudoctor.stackfacts import BuildFacts, LibraryFact, RuntimeCompiler, StackFacts
+
+    recorded = FIXTURES / "h100" / "kernel-styles" / "accumulates.json"
+    document = json.loads(recorded.read_text())
+    stack = decode(document).environment.stack
+    assert isinstance(stack.build, BuildFacts) and stack.build.runtime_compilers
+    compiler = stack.build.runtime_compilers[0]
+    assert isinstance(compiler, RuntimeCompiler)
+    assert compiler.source == document["environment"]["stack"]["build"]["runtime_compilers"][0]["from"]
+    assert stack.libraries is not None and all(isinstance(f, LibraryFact) for f in stack.libraries.values())
+    assert encode(decode(document))["environment"]["stack"] == document["environment"]["stack"]  # key order too
+    assert list(encode(decode(document))["environment"]["stack"]) == list(document["environment"]["stack"])
+
+    schema = json.loads(SCHEMA.read_text())["$defs"]
+    assert set(schema["RuntimeCompiler"]["properties"]) == {"compiler", "cuda", "from"}
+    for name in ("StackFacts", "BuildFacts", "LibraryFact", "RuntimeCompiler", "UnmetRequirement", "DeviceNodes"):
+        assert schema[name]["additionalProperties"] is False and schema[name]["description"], name
+    for dotted in ("environment.stack.colour", "environment.stack.build.colour",
+                   "environment.stack.build.runtime_compilers.0.colour"):  # fmt: skip
+        with pytest.raises(ReportError, match="unknown field"):
+            decode(_with(document, dotted, "red"))
+    before = decode(_fixture("h100-suite-report.json"))
+    assert before.environment.stack == StackFacts() and encode(before)["environment"]["stack"] == {}

@@ -6,22 +6,23 @@ failing output of a program on the recorded H100 machine, as `gpudoctor kernel` 
 from __future__ import annotations
 
 import json
+import tomllib
 from collections import Counter
 from typing import Any
 
 import pytest
-import tomllib
 from conftest import ROOT, TESTS
 
 from gpudoctor.knowledge import load_known_issues, match_findings
 from gpudoctor.mechanisms import load_rules
 from gpudoctor.model import Device, Outcome, ProbeResult, Report
+from gpudoctor.report.codec import decode
 
 CORPUS = tomllib.loads((TESTS / "field_corpus" / "corpus.toml").read_text())["report"]
 EXPECTED = tomllib.loads((TESTS / "field_corpus" / "expected.toml").read_text())
 HELDOUT = tomllib.loads((TESTS / "field_corpus" / "heldout.toml").read_text())["report"]
 HELDOUT_EXPECTED = tomllib.loads((TESTS / "field_corpus" / "heldout-expected.toml").read_text())
-H100 = Report.from_dict(json.loads((ROOT / "tests" / "fixtures" / "h100-suite-report.json").read_text()))
+H100 = decode(json.loads((ROOT / "tests" / "fixtures" / "h100-suite-report.json").read_text()))
 ISSUES = load_known_issues()
 MECHANISMS = {m.id for m in load_rules().mechanisms}
 TOOLCHAINS = {t.id for t in load_rules().toolchains}

@@ -14,9 +14,10 @@ from conftest import ROOT
 
 from gpudoctor.knowledge import load_known_issues, match_findings
 from gpudoctor.model import Device, Frame, Outcome, ProbeResult, Report
+from gpudoctor.report.codec import decode
 
 ISSUES = {issue.id: issue for issue in load_known_issues()}
-H100 = Report.from_dict(json.loads((ROOT / "tests" / "fixtures" / "h100-suite-report.json").read_text()))
+H100 = decode(json.loads((ROOT / "tests" / "fixtures" / "h100-suite-report.json").read_text()))
 
 # entry id -> (probe, outcome, the error text exactly as the report quotes it)
 QUOTED = {

@@ -84,9 +84,9 @@ def test_the_node_with_another_environment_is_singled_out(cluster: tuple[Cluster
     assert len(document["groups"]) == 2 and len(document["groups"][0]["nodes"]) == 2
     (odd,) = document["odd_ones_out"]
     odd_label = document["groups"][1]["nodes"][0]
-    assert odd.startswith(f"{odd_label} (")
-    assert "torch-env/cpu fail only there (pass on the others)" in odd
-    assert "finding module-shadows-package only there" in odd
+    assert odd["label"] == odd_label and odd["majority_size"] == 2
+    assert {"kind": "outcome", "run": "torch-env/cpu", "here": "fail", "there": "pass"} in odd["differences"]
+    assert {"kind": "finding", "finding": "module-shadows-package", "here": True} in odd["differences"]
     for node in document["nodes"]:  # each node's own report came back whole
         assert node["host"] is None and node["reports"][0]["environment"]["packages"]["torch"]
     host = socket.gethostname()  # as a word: a short host name ("vm") is also inside "libnvvm.so"
@@ -206,7 +206,7 @@ def test_a_node_killed_mid_run_is_lost_and_the_others_come_back(small_cluster: C
     document = json.loads(stdout)
     statuses = sorted(n["status"] for n in document["nodes"])
     assert statuses == ["done", "done", "lost"], document["odd_ones_out"]
-    assert any(": lost: " in line for line in document["odd_ones_out"])
+    assert any(odd["status"] == "lost" and odd["reason"] for odd in document["odd_ones_out"])
     _wait_gone(marker)
 
 
@@ -222,7 +222,8 @@ def test_a_node_that_does_not_answer_in_time_is_reported_timed_out(small_cluster
     document = json.loads(stdout)
     statuses = sorted(n["status"] for n in document["nodes"])
     assert statuses == ["done", "done", "timeout"], statuses
-    assert any(": timeout: no answer within 8 s" in line for line in document["odd_ones_out"])
+    timed_out = [odd for odd in document["odd_ones_out"] if odd["status"] == "timeout"]
+    assert any(odd["reason"].startswith("no answer within 8 s") for odd in timed_out)
     _wait_gone(marker)
 
 
@@ -267,11 +268,11 @@ def _is_raylet_side(pid: int) -> bool:
 def _recorded_fleet(name: str = "fleet-h100.json") -> tuple[dict[str, Any], list[Any]]:
     """A fleet run recorded on a GPU machine (tests/fixtures/fleet-*.json), and its nodes read back."""
     from gpudoctor.fleet.report import NodeRun, NodeStatus
-    from gpudoctor.model import Report
+    from gpudoctor.report.codec import decode
 
     document = json.loads((Path(__file__).parent / "fixtures" / name).read_text())
     nodes = [
-        NodeRun(n["label"], NodeStatus(n["status"]), tuple(Report.from_dict(r) for r in n["reports"]), n["reason"],
+        NodeRun(n["label"], NodeStatus(n["status"]), tuple(decode(r) for r in n["reports"]), n["reason"],
                 n["host"], n["duration_s"])
         for n in document["nodes"]
     ]  # fmt: skip
@@ -344,8 +345,17 @@ def test_the_analysis_returns_data_and_the_faces_word_it() -> None:
         "node 5 (5 of 5): lost: NodeDiedError",
     ]
     assert [odd_one_line(odd) for odd in report.odd_ones] == sentences
-    as_json = report.to_dict()
-    assert as_json["odd_ones_out"] == sentences
+    as_json = report.to_dict()  # the same data, no sentence: the faces word it (fleet schema 1)
+    assert as_json["fleet_schema_version"] == 1
+    assert as_json["odd_ones_out"] == [
+        {"label": "node 3", "position": 3, "total": 5, "status": "done", "reason": "", "majority_size": 2,
+         "differences": [{"kind": "environment", "key": "torch", "here": "9.9", "there": "2.11.0"}]},
+        {"label": "node 4", "position": 4, "total": 5, "status": "done", "reason": "", "majority_size": 2,
+         "differences": [{"kind": "outcome", "run": "max-import", "here": "interrupted", "there": "pass"},
+                         {"kind": "finding", "finding": "module-shadows-package", "here": True}]},
+        {"label": "node 5", "position": 5, "total": 5, "status": "lost", "reason": "NodeDiedError",
+         "majority_size": 0, "differences": []},
+    ]  # fmt: skip
     assert as_json["nodes"][3]["outcomes"]["max-import"] == "interrupted"
     assert json.loads(json.dumps(as_json)) == as_json  # plain JSON values, no enums
 
@@ -415,9 +425,8 @@ async def _fleet_view(address: str) -> None:
 def test_sweep_spreads_its_cells_over_the_cluster(cluster: tuple[Cluster, Path], tmp_path: Path) -> None:
     """`gpudoctor sweep --ray`: each cell is a task on some node (built and examined there; the cells inherit
     this interpreter's packages, as in test_sweep), and the rows are merged into this machine's matrix."""
-    from importlib.metadata import version
-
     import tomllib
+    from importlib.metadata import version
 
     head, _ = cluster
     (tmp_path / "matrix" / "rows").mkdir(parents=True)
@@ -482,8 +491,17 @@ def test_two_gpus_of_one_host_recorded_with_one_raylet_and_with_a_raylet_per_gpu
         for probe in ("torch-env", "cffi-cuda-init", "fork-after-init", "cuda-graph-arg-lifetime")
     }  # fmt: skip
     assert set(node["outcomes"].values()) == {"pass"}
-    per_gpu, _ = _recorded_fleet("fleet-h200x2-raylet-per-gpu.json")
+    per_gpu, nodes = _recorded_fleet("fleet-h200x2-raylet-per-gpu.json")
     assert [n["label"] for n in per_gpu["nodes"]] == ["node 1", "node 2"]
     (odd,) = per_gpu["odd_ones_out"]
-    assert odd.startswith("node 2 (2 of 2)") and "torch-env/cpu fail only there" in odd
-    assert "finding module-shadows-package only there" in odd
+    assert (odd["label"], odd["position"], odd["total"]) == ("node 2", 2, 2)
+    assert {"kind": "outcome", "run": "torch-env/cpu", "here": "fail", "there": "pass"} in odd["differences"]
+    assert {"kind": "finding", "finding": "module-shadows-package", "here": True} in odd["differences"]
+    from gpudoctor.fleet.render import odd_one_line  # worded by the faces, as the JSON held it before schema 1
+
+    (worded,) = [odd_one_line(o) for o in analyse(nodes, per_gpu["created"], per_gpu["doctor_version"]).odd_ones]
+    assert worded == (
+        "node 2 (2 of 2): torch_cuda absent vs 13.0 on the other; fork-after-init/cuda:gpu0 did not run only there "
+        "(pass on the other); torch-env/cpu fail only there (pass on the other); torch-env/cuda:gpu0 fail only there "
+        "(pass on the other); finding module-shadows-package only there"
+    )

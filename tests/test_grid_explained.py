@@ -11,6 +11,7 @@ from conftest import TESTS, validate_report
 
 from gpudoctor.knowledge import load_known_issues, match_findings
 from gpudoctor.model import Report
+from gpudoctor.report.codec import decode
 
 FIXTURES = TESTS / "fixtures"
 GPU_SWEEP = FIXTURES / "gpu-sweep"  # every MAX release on the H100, six on the H200 (sweep --find-links --offline)
@@ -25,7 +26,7 @@ ISSUES = {issue.id: issue for issue in load_known_issues()}
 def _report(path: Path) -> Report:
     document = json.loads(path.read_text())
     validate_report(document)
-    return Report.from_dict(document)
+    return decode(document)
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=[p.stem for p in RECORDED])

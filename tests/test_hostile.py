@@ -13,11 +13,11 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 import uuid
 from pathlib import Path
 
 import pytest
-import tomllib
 from conftest import MARKER_ENV, ROOT, processes_with_marker
 from hostile_cases import CASES, FIXTURE, Case, can_mount, expand, prepare, run_case
 

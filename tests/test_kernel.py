@@ -19,6 +19,7 @@ from gpudoctor.kernel.pipeline import gpu_targets
 from gpudoctor.kernel.scan import scan_package
 from gpudoctor.knowledge import load_known_issues, match_findings
 from gpudoctor.model import Driver, Environment, Gpu, Outcome, Platform, Report
+from gpudoctor.report.codec import decode, encode
 
 KERNELS = TESTS / "kernels"
 CONTROL = ROOT / "kernels" / "mojo1" / "control"
@@ -374,12 +375,12 @@ def test_a_shared_param_goes_only_to_the_ops_that_declare_it() -> None:
 
 
 def _recorded(name: str) -> Report:
-    return Report.from_dict(json.loads((TESTS / "fixtures" / name).read_text()))
+    return decode(json.loads((TESTS / "fixtures" / name).read_text()))
 
 
 def test_recorded_h100_host_indexing_crash_is_diagnosed_next_to_the_passing_control() -> None:
     recorded = _recorded("h100-kernel-host-indexing.json")
-    validate_report(recorded.to_dict())
+    validate_report(encode(recorded))
     crash = recorded.result("kernel/cuda")
     assert crash is not None and crash.outcome is Outcome.CRASH and crash.signal == "SIGSEGV"
     assert crash.last_step == "call copy_first on cuda"
@@ -501,7 +502,7 @@ def test_recorded_h100_run_judges_each_device_against_the_reference() -> None:
     judged on its own against the same reference and passes."""
     document = json.loads((ROOT / "tests" / "fixtures" / "h100-kernel-cpu-zeros.json").read_text())
     validate_report(document)
-    report = Report.from_dict(document)
+    report = decode(document)
     assert report.environment.driver.gpus[0].name == "NVIDIA H100 80GB HBM3"
     cpu, cuda = report.result("kernel/cpu"), report.result("kernel/cuda")
     assert cpu is not None and cpu.outcome is Outcome.FAIL and cpu.details.get("differs_from_reference") is True

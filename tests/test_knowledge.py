@@ -13,12 +13,13 @@ from conftest import ROOT, run_cli, validate_report
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.knowledge import load_known_issues, match_findings
 from gpudoctor.model import Device, Frame, Outcome, ProbeResult, Report
+from gpudoctor.report.codec import decode
 
 BASE = 'id = "x"\ntitle = "t"\nexplanation = "e"\nfix = "f"\n'
 
 
 def _h100() -> Report:
-    return Report.from_dict(json.loads((ROOT / "tests" / "fixtures" / "h100-suite-report.json").read_text()))
+    return decode(json.loads((ROOT / "tests" / "fixtures" / "h100-suite-report.json").read_text()))
 
 
 def test_shipped_known_issues_are_valid_and_cover_the_seeds() -> None:

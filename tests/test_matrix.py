@@ -9,12 +9,12 @@ import pwd
 import signal
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 import tomli_w
-import tomllib
 from conftest import ROOT, TESTS, run_cli
 
 from gpudoctor.errors import GpuDoctorError
@@ -30,6 +30,7 @@ from gpudoctor.matrix import (
     transitions,
 )
 from gpudoctor.model import Outcome, Report
+from gpudoctor.report.codec import decode
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
 
 MATRIX = ROOT / "matrix"
@@ -38,7 +39,7 @@ KNOWN = run_ids(load_catalog(default_probe_dir()))
 
 
 def _report(name: str) -> Report:
-    return Report.from_dict(json.loads((FIXTURES / name).read_text()))
+    return decode(json.loads((FIXTURES / name).read_text()))
 
 
 def _valid_row_data() -> dict[str, Any]:
@@ -334,7 +335,7 @@ def test_timelines_say_where_along_the_releases_an_outcome_changes() -> None:
 
 
 def test_runs_carried_on_with_a_patch_are_not_the_stacks_outcome() -> None:
-    report = Report.from_dict(json.loads((FIXTURES / "sweep-cpu" / "py3.11_torch-2.6.0_max-26.1.0.json").read_text()))
+    report = decode(json.loads((FIXTURES / "sweep-cpu" / "py3.11_torch-2.6.0_max-26.1.0.json").read_text()))
     patched = [r.id for r in report.results if "patches_applied" in r.details]
     assert patched  # custom-op-via-graph/cpu and custom-op-params/cpu ran on with the float8 patch
     row = row_from_report(report, KNOWN)

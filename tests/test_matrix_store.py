@@ -7,15 +7,16 @@ import json
 import subprocess
 import sys
 import threading
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 from conftest import TESTS
 
 from gpudoctor.matrix import MatrixError, MatrixStore, row_from_report
 from gpudoctor.model import Report
+from gpudoctor.report.codec import decode
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
 
 FIXTURE = TESTS / "fixtures" / "h100-suite-report.json"
@@ -28,10 +29,11 @@ from pathlib import Path
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.matrix import MatrixStore, row_from_report
 from gpudoctor.model import Report
+from gpudoctor.report.codec import decode
 
 known = run_ids(load_catalog(default_probe_dir()))
 store = MatrixStore(Path(sys.argv[1]))
-reports = [Report.from_dict(json.loads(Path(p).read_text())) for p in sys.argv[2:]]
+reports = [decode(json.loads(Path(p).read_text())) for p in sys.argv[2:]]
 for report in reports + reports[:1]:  # the first report twice: it must count once
     store.add(row_from_report(report, known))
 """
@@ -80,7 +82,7 @@ def test_many_writer_processes_lose_nothing(tmp_path: Path) -> None:
 def test_many_writer_threads_lose_nothing(tmp_path: Path) -> None:
     document = json.loads(FIXTURE.read_text())
     store = MatrixStore(tmp_path)
-    reports = [Report.from_dict(_variant(document, n)) for n in range(48)]
+    reports = [decode(_variant(document, n)) for n in range(48)]
     errors: list[BaseException] = []
 
     def write(batch: list[Report]) -> None:
@@ -101,7 +103,7 @@ def test_many_writer_threads_lose_nothing(tmp_path: Path) -> None:
 
 def test_a_folder_that_cannot_hold_rows_is_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / "rows").write_text("a file where the rows folder should be")
-    row = row_from_report(Report.from_dict(json.loads(FIXTURE.read_text())), KNOWN)
+    row = row_from_report(decode(json.loads(FIXTURE.read_text())), KNOWN)
     with pytest.raises(MatrixError, match=r"cannot write to the matrix: File exists"):
         MatrixStore(tmp_path).add(row)
     assert (tmp_path / "rows").read_text() == "a file where the rows folder should be"

@@ -12,6 +12,7 @@ from conftest import ROOT, validate_report
 from gpudoctor.doctor import DoctorOptions, pin_advice, with_pin_advice
 from gpudoctor.matrix import MatrixStore
 from gpudoctor.model import Report
+from gpudoctor.report.codec import decode, encode
 from gpudoctor.report.text import to_markdown, to_text
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
 
@@ -21,7 +22,7 @@ KNOWN = run_ids(load_catalog(default_probe_dir()))
 
 
 def _cell(torch: str, max_version: str) -> Report:
-    return Report.from_dict(json.loads((SWEEP / f"py3.11_torch-{torch}_max-{max_version}.json").read_text()))
+    return decode(json.loads((SWEEP / f"py3.11_torch-{torch}_max-{max_version}.json").read_text()))
 
 
 def test_torch_2_6_with_max_26_7_is_told_the_smallest_torch_step_or_the_verified_patch() -> None:
@@ -59,7 +60,7 @@ def test_the_advice_reaches_every_face(tmp_path: Path) -> None:
         _cell("2.6.0", "26.7.0"), DoctorOptions(matrix=ROOT / "matrix"), load_catalog(default_probe_dir())
     )
     assert report.findings[-1].id == "pin-nearest-passing"
-    document = report.to_dict()
+    document = encode(report)
     validate_report(document)
     assert document["findings"][-1]["title"].startswith("What to pin: torch 2.6.0 → 2.9.1")
     assert "What to pin: torch 2.6.0 → 2.9.1" in to_text(report)
@@ -79,7 +80,7 @@ def test_on_a_gpu_the_advice_tells_the_story_of_the_failing_probe_on_that_gpu() 
     on an H100 with driver 580 across every MAX release, then names the nearest passing H100 rows — never a CPU
     row or another GPU's."""
     cell = GPU_SWEEP / "h100" / "py3.12_torch-2.11.0_max-25.4.0.report.json"
-    report = Report.from_dict(json.loads(cell.read_text()))
+    report = decode(json.loads(cell.read_text()))
     advice = pin_advice(report, ROWS, KNOWN)
     assert advice is not None and advice.title.startswith("What to pin: max 25.4.0 → 25.5.0")
     assert advice.evidence[:2] == (

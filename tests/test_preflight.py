@@ -13,8 +13,11 @@ from pathlib import Path
 
 from conftest import ROOT, validate_report
 
-from gpudoctor.model import Driver, Environment, Report
+from gpudoctor.facts.stack import device_nodes_fact, library_fact
+from gpudoctor.model import Driver, Environment
 from gpudoctor.preflight import CHECKS, load_rules, preflight
+from gpudoctor.report.codec import decode
+from gpudoctor.stackfacts import BuildFacts, DeviceNodes, LibraryFact, RuntimeCompiler, StackFacts
 
 H100 = ROOT / "tests" / "fixtures" / "h100-suite-report.json"
 
@@ -62,18 +65,18 @@ def test_from_a_clean_folder_nothing_is_found(tmp_path: Path) -> None:
 
 
 def _h100_environment(**changes: object) -> Environment:
-    environment = Report.from_dict(json.loads(H100.read_text())).environment
+    environment = decode(json.loads(H100.read_text())).environment
     return dataclasses.replace(environment, **changes)  # type: ignore[arg-type]
 
 
 def test_torch_built_for_a_newer_cuda_than_the_driver_supports() -> None:
     old_driver = Driver("ok", "535.104.05", "12.2", _h100_environment().driver.gpus)
-    finding, floor = preflight(_h100_environment(driver=old_driver, stack={"torch_cuda": "13.0"}))
+    finding, floor = preflight(_h100_environment(driver=old_driver, stack=StackFacts(torch_cuda="13.0")))
     assert finding.id == "torch-cuda-newer-than-driver-preflight" and finding.severity == "problem"
     assert floor.id == "driver-below-max-floor-preflight" and floor.severity == "notice"  # MAX 26.7 on 535
     assert finding.title == "torch was built for CUDA 13.0, newer than this driver supports (CUDA 12.2)"
-    assert preflight(_h100_environment(stack={"torch_cuda": "13.0"})) == ()  # driver 580: CUDA 13.0
-    assert [f.id for f in preflight(_h100_environment(driver=old_driver, stack={"torch_cuda": "12.1"}))] == [
+    assert preflight(_h100_environment(stack=StackFacts(torch_cuda="13.0"))) == ()  # driver 580: CUDA 13.0
+    assert [f.id for f in preflight(_h100_environment(driver=old_driver, stack=StackFacts(torch_cuda="12.1")))] == [
         "driver-below-max-floor-preflight"
     ]
 
@@ -122,7 +125,7 @@ def test_kernel_module_and_library_versions_are_read_from_the_files_the_driver_w
 
 def test_a_kernel_module_that_does_not_match_the_library_is_a_problem() -> None:
     environment = _h100_environment()
-    stack = {**environment.stack, "kernel_module": "570.124.06", "nvml_library": "570.124"}
+    stack = dataclasses.replace(environment.stack, kernel_module="570.124.06", nvml_library="570.124")
     (finding,) = [f for f in preflight(dataclasses.replace(environment, stack=stack)) if "mismatch" in f.id]
     assert (
         finding.title
@@ -131,7 +134,7 @@ def test_a_kernel_module_that_does_not_match_the_library_is_a_problem() -> None:
     failed = dataclasses.replace(environment.driver, status="NVML error: Driver/library version mismatch")
     (finding,) = [f for f in preflight(dataclasses.replace(environment, driver=failed)) if "mismatch" in f.id]
     assert finding.evidence == ("NVML: NVML error: Driver/library version mismatch",)
-    same = {**environment.stack, "kernel_module": "580.159.04", "nvml_library": "580.159.04"}
+    same = dataclasses.replace(environment.stack, kernel_module="580.159.04", nvml_library="580.159.04")
     assert not [f for f in preflight(dataclasses.replace(environment, stack=same)) if "mismatch" in f.id]
 
 
@@ -155,7 +158,7 @@ def test_driver_below_the_max_floor_and_gpus_outside_the_arch_lists() -> None:
         return dataclasses.replace(environment.driver, gpus=(gpu,))
 
     def ids(driver: Driver, torch: str, cuda: str, max_version: str | None = None) -> dict[str, str]:
-        stack = {**environment.stack, "torch_cuda": cuda}
+        stack = dataclasses.replace(environment.stack, torch_cuda=cuda)
         packs = {**environment.packages, "torch": torch, "max": max_version}
         return {
             f.id: f.title
@@ -261,16 +264,20 @@ def test_device_nodes_are_read_from_dev_and_a_missing_nvidia_uvm_explains_cuda_u
     assert device_nodes(tmp_path) == {"present": ["nvidia-modeset", "nvidia0", "nvidiactl"], "inaccessible": []}
     assert device_nodes(tmp_path / "absent") == {"present": [], "inaccessible": []}
 
-    h100 = Report.from_dict(json.loads(H100.read_text())).environment
-    without_uvm = dataclasses.replace(h100, stack={**h100.stack, "device_nodes": device_nodes(tmp_path)})
+    h100 = decode(json.loads(H100.read_text())).environment
+    without_uvm = dataclasses.replace(
+        h100, stack=dataclasses.replace(h100.stack, device_nodes=device_nodes_fact(device_nodes(tmp_path)))
+    )
     (finding,) = [f for f in preflight(without_uvm) if f.id == "device-nodes-missing-preflight"]
     assert finding.evidence == ("/dev/nvidia-uvm is missing",) and finding.severity == "problem"
     (tmp_path / "nvidia-uvm").write_text("")
-    complete = dataclasses.replace(h100, stack={**h100.stack, "device_nodes": device_nodes(tmp_path)})
+    complete = dataclasses.replace(
+        h100, stack=dataclasses.replace(h100.stack, device_nodes=device_nodes_fact(device_nodes(tmp_path)))
+    )
     assert "device-nodes-missing-preflight" not in {f.id for f in preflight(complete)}
     closed = dataclasses.replace(
-        h100, stack={**h100.stack, "device_nodes": {"present": ["nvidia-uvm", "nvidia0", "nvidiactl"],
-                                                    "inaccessible": ["nvidia0"]}}
+        h100, stack=dataclasses.replace(h100.stack, device_nodes=DeviceNodes(
+            present=("nvidia-uvm", "nvidia0", "nvidiactl"), inaccessible=("nvidia0",)))
     )  # fmt: skip  (root opens everything here, so a closed node is given as data)
     (finding,) = [f for f in preflight(closed) if f.id == "device-nodes-missing-preflight"]
     assert finding.evidence == ("/dev/nvidia0 cannot be opened by this user",)
@@ -313,11 +320,12 @@ def test_cuda_libraries_are_resolved_as_the_loader_would_and_a_package_missing_i
     for name, fact in library_facts([], environ={}, cache=cache).items():
         assert fact["via"] in ("ld.so cache", "default folder") and (fact["via"] != "ld.so cache" or name in cache)
 
-    h100 = Report.from_dict(json.loads(H100.read_text())).environment
+    h100 = decode(json.loads(H100.read_text())).environment
     with_cupy = dataclasses.replace(
         h100,
         packages={**h100.packages, "cupy-cuda12x": "13.6.0"},
-        stack={**h100.stack, "libraries": library_facts([str(site)], environ={}, cache={})},
+        stack=dataclasses.replace(h100.stack, libraries={
+            name: library_fact(fact) for name, fact in library_facts([str(site)], environ={}, cache={}).items()}),
     )
     (finding,) = [f for f in preflight(with_cupy) if f.id == "library-for-package-not-found-preflight"]
     assert finding.evidence == (
@@ -325,7 +333,8 @@ def test_cuda_libraries_are_resolved_as_the_loader_would_and_a_package_missing_i
     )
     assert "libnvrtc.so.12" in finding.title
     fixed = dataclasses.replace(
-        with_cupy, stack={**with_cupy.stack, "libraries": {"libnvrtc.so.12": {"pip": "/x/libnvrtc.so.12"}}}
+        with_cupy,
+        stack=dataclasses.replace(with_cupy.stack, libraries={"libnvrtc.so.12": LibraryFact(pip="/x/libnvrtc.so.12")}),
     )
     assert "library-for-package-not-found-preflight" not in {f.id for f in preflight(fixed)}
 
@@ -359,14 +368,16 @@ def test_extension_build_facts_are_read_from_the_real_toolkit_and_torch_and_judg
         version = subprocess.run([gcc, "-dumpversion"], capture_output=True, text=True, check=True).stdout
         assert real["host_compiler"] == "gcc" and real["host_compiler_major"] == int(version.split(".")[0])
 
-    recorded = Report.from_dict(json.loads(H100.read_text())).environment  # torch 2.11.0+cu130 (recorded before
-    h100 = dataclasses.replace(recorded, stack={**recorded.stack, "torch_cuda": "13.0"})  # stack facts had torch_cuda)
-    build = {"nvcc": "/usr/local/cuda/bin/nvcc", "cuda_home": "/usr/local/cuda", "nvcc_cuda": "13.0",
-             "host_compiler": "gcc", "host_compiler_major": 12, "newest_host_gcc": 15, "ninja": True,
-             "setuptools": True, "arch_names": names}  # fmt: skip
+    recorded = decode(json.loads(H100.read_text())).environment  # torch 2.11.0+cu130 (recorded before
+    stack = dataclasses.replace(recorded.stack, torch_cuda="13.0")  # stack facts had torch_cuda)
+    h100 = dataclasses.replace(recorded, stack=stack)
+    build = BuildFacts(nvcc="/usr/local/cuda/bin/nvcc", cuda_home="/usr/local/cuda", nvcc_cuda="13.0",
+                       host_compiler="gcc", host_compiler_major=12, newest_host_gcc=15, ninja=True,
+                       setuptools=True, arch_names=tuple(names))  # fmt: skip
 
     def ids(stack: dict[str, object], env_vars: dict[str, str] | None = None) -> set[str]:
-        environment = dataclasses.replace(h100, stack={**h100.stack, **stack}, env_vars=env_vars or {})
+        facts = dataclasses.replace(h100.stack, **stack)  # type: ignore[arg-type]
+        environment = dataclasses.replace(h100, stack=facts, env_vars=env_vars or {})
         return {f.id for f in preflight(environment)}
 
     assert not ids({"build": build}) & {
@@ -374,11 +385,11 @@ def test_extension_build_facts_are_read_from_the_real_toolkit_and_torch_and_judg
         "cuda-arch-list-invalid-preflight", "extension-build-tools-missing-preflight",
     }  # fmt: skip
     assert "cpp-extension-cuda-mismatch-preflight" in ids({"build": build, "torch_cuda": "12.4"})
-    assert "host-compiler-unsupported-preflight" in ids({"build": {**build, "host_compiler_major": 16}})
+    assert "host-compiler-unsupported-preflight" in ids({"build": dataclasses.replace(build, host_compiler_major=16)})
     assert "cuda-arch-list-invalid-preflight" in ids({"build": build}, {"TORCH_CUDA_ARCH_LIST": "8.6;13.5"})
     assert "cuda-arch-list-invalid-preflight" not in ids({"build": build}, {"TORCH_CUDA_ARCH_LIST": "8.6 Hopper"})
-    bare = {**build, "nvcc": None, "ninja": False, "setuptools": False}
-    missing = [f for f in preflight(dataclasses.replace(h100, stack={**h100.stack, "build": bare}))
+    bare = dataclasses.replace(build, nvcc=None, ninja=False, setuptools=False)
+    missing = [f for f in preflight(dataclasses.replace(h100, stack=dataclasses.replace(h100.stack, build=bare)))
                if f.id == "extension-build-tools-missing-preflight"]  # fmt: skip
     assert missing and len(missing[0].evidence) == 3
 
@@ -401,7 +412,7 @@ def test_tritons_ptxas_is_read_from_its_wheel_layout_and_judged_against_each_gpu
         assert triton_ptxas([str(site)], {"TRITON_PTXAS_PATH": real})["triton_ptxas"] == real
     assert triton_ptxas([str(tmp_path / "none")], {}) == {}
 
-    h100 = Report.from_dict(json.loads(H100.read_text())).environment
+    h100 = decode(json.loads(H100.read_text())).environment
 
     def found(cuda: str, capability: str, driver_cuda: str = "13.0", name: str = "GPU") -> tuple[str, ...]:
         driver = dataclasses.replace(
@@ -409,8 +420,8 @@ def test_tritons_ptxas_is_read_from_its_wheel_layout_and_judged_against_each_gpu
             cuda_driver_version=driver_cuda,
             gpus=(dataclasses.replace(h100.driver.gpus[0], name=name, compute_capability=capability),),
         )
-        build = {"triton_ptxas": "/site/triton/backends/nvidia/bin/ptxas", "triton_ptxas_cuda": cuda}
-        environment = dataclasses.replace(h100, driver=driver, stack={**h100.stack, "build": build})
+        build = BuildFacts(triton_ptxas="/site/triton/backends/nvidia/bin/ptxas", triton_ptxas_cuda=cuda)
+        environment = dataclasses.replace(h100, driver=driver, stack=dataclasses.replace(h100.stack, build=build))
         return next((f.evidence for f in preflight(environment) if f.id == "triton-ptxas-vs-gpu-preflight"), ())
 
     assert found("12.8", "9.0") == () and found("13.0", "12.0") == ()
@@ -458,14 +469,15 @@ def test_runtime_compilers_are_found_where_packages_get_them_and_judged_against_
     else:
         assert toolkit == []
 
-    h100 = Report.from_dict(json.loads(H100.read_text())).environment
+    h100 = decode(json.loads(H100.read_text())).environment
 
     def said(driver_cuda: str, packages: dict[str, str]) -> dict[str, tuple[str, str]]:
         environment = dataclasses.replace(
             h100,
             driver=dataclasses.replace(h100.driver, cuda_driver_version=driver_cuda),
             packages={**h100.packages, "cuda-core": None, **packages},  # the H100 had cuda.core: counted below
-            stack={**h100.stack, "build": {"runtime_compilers": found}},
+            stack=dataclasses.replace(h100.stack, build=BuildFacts(runtime_compilers=tuple(
+                RuntimeCompiler(c["compiler"], c["cuda"], c["from"]) for c in found))),
         )
         return {f.id: (f.severity, "\n".join(f.evidence)) for f in preflight(environment)
                 if f.id.startswith("runtime-compiler")}  # fmt: skip

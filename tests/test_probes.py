@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import ROOT, validate_report
 
-from gpudoctor.model import Report
+from gpudoctor.report.codec import decode, encode
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog
 
 PROBES = ROOT / "probes"
@@ -187,7 +187,7 @@ def test_recorded_h100_suite_is_a_valid_report(fixture: str) -> None:
     and a warm run with it) is kept as a fixture and stays readable."""
     document = json.loads((ROOT / "tests" / "fixtures" / fixture).read_text())
     validate_report(document)
-    report = Report.from_dict(document)
+    report = decode(document)
     # Recorded before findings named the runs they matched: read back, they gain an empty list, nothing else.
     for finding in document["findings"]:
         finding.setdefault("runs", [])
@@ -196,8 +196,8 @@ def test_recorded_h100_suite_is_a_valid_report(fixture: str) -> None:
         result.setdefault("steps", [])
         result.setdefault("cpu_s", None)
         result.setdefault("peak_rss_mib", None)
-    assert report.to_dict() == document
-    validate_report(report.to_dict())
+    assert encode(report) == document
+    validate_report(encode(report))
     assert report.environment.driver.gpus[0].name == "NVIDIA H100 80GB HBM3"
     cuda = [r for r in report.results if r.device.value == "cuda"]
     assert len(cuda) == 9 and all(r.outcome.value == "pass" for r in cuda)
@@ -234,14 +234,15 @@ def test_the_adjacent_stacks_recorded_on_the_h100_and_what_the_doctor_made_of_th
     from gpudoctor.knowledge import load_known_issues, match_findings
 
     recorded = ROOT / "tests" / "fixtures" / "h100" / "h100-adjacent-stacks.json"
-    report = Report.from_dict(json.loads(recorded.read_text()))
+    report = decode(json.loads(recorded.read_text()))
     outcomes = {r.id: r.outcome.value for r in report.results}
     assert outcomes == {
         "torch-env/cpu": "pass", "torch-env/cuda": "pass", "cpp-extension/cpu": "pass", "cpp-extension/cuda": "pass",
         "triton/cuda": "pass", "cupy/cuda": "pass", "numba-cuda/cuda": "fail",
     }  # fmt: skip
-    build = report.environment.stack["build"]
-    ptxas = (build["nvcc_cuda"], build["triton_ptxas_cuda"], build["triton_ptxas_blackwell_cuda"])
+    build = report.environment.stack.build
+    assert build is not None
+    ptxas = (build.nvcc_cuda, build.triton_ptxas_cuda, build.triton_ptxas_blackwell_cuda)
     assert ptxas == ("13.0", "12.8", "12.9")
     findings = {f.id: f for f in match_findings(report, load_known_issues())}
     assert findings["attribute-missing-numba"].runs == ("numba-cuda/cuda",)

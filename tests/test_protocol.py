@@ -18,6 +18,7 @@ from gpudoctor.kernel.pipeline import KERNEL_SPEC
 from gpudoctor.knowledge import load_known_issues
 from gpudoctor.model import Device, Outcome, ProbeSpec, Report
 from gpudoctor.patches import patch_file
+from gpudoctor.report.codec import decode
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog
 from gpudoctor.suite.runner import ProbeInvocation, classify, read_events
 
@@ -108,10 +109,10 @@ def _undeclared(report: Report) -> list[tuple[str, str]]:
 )
 def test_recorded_runs_publish_only_declared_detail_keys(fixture: str) -> None:
     """The recorded GPU runs cover the probes that cannot run here (cffi, fork, cuda graphs)."""
-    report = Report.from_dict(json.loads((FIXTURES / fixture).read_text()))
+    report = decode(json.loads((FIXTURES / fixture).read_text()))
     assert _undeclared(report) == []
 
 
 def test_a_real_run_publishes_only_declared_detail_keys(default_suite: tuple[int, dict[str, Any]]) -> None:
     _, document = default_suite
-    assert _undeclared(Report.from_dict(document)) == []
+    assert _undeclared(decode(document)) == []

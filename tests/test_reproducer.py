@@ -15,7 +15,7 @@ from pathlib import Path
 from conftest import ROOT, run_cli, validate_report
 from junitparser import Error, JUnitXml
 
-from gpudoctor.model import Report
+from gpudoctor.report.codec import decode
 from gpudoctor.reproducer import native
 
 REPRODUCERS = ROOT / "tests" / "reproducers"
@@ -39,7 +39,7 @@ def test_a_segfault_in_a_thread_is_reported_with_python_and_native_frames_in_eve
     assert completed.returncode == 1, completed.stderr
     document = json.loads(completed.stdout)
     validate_report(document)
-    (result,) = Report.from_dict(document).results
+    (result,) = decode(document).results
     assert result.outcome.value == "crash" and result.signal == "SIGSEGV"
     assert "in string_at" in result.summary
     crashing = [f for f in result.frames if f.thread == "current"]
@@ -70,7 +70,7 @@ def test_a_hang_is_reported_with_every_threads_stack_and_nothing_is_left_running
         "run", "--json", "--timeout", "4", "--", sys.executable, str(REPRODUCERS / "hangs_on_a_lock.py"), str(pids)
     )
     assert completed.returncode == 1, completed.stderr
-    (result,) = Report.from_dict(json.loads(completed.stdout)).results
+    (result,) = decode(json.loads(completed.stdout)).results
     assert result.outcome.value == "timeout"
     threads = {f.thread for f in result.frames}
     assert len(threads) == 2  # faulthandler's dump on SIGABRT: the main thread and the waiter
@@ -89,7 +89,7 @@ def test_a_hang_is_reported_with_every_threads_stack_and_nothing_is_left_running
 def test_a_failing_script_is_a_failure_with_its_exception_and_a_passing_one_exits_0(tmp_path: Path) -> None:
     completed = run_cli("run", "--json", "--", "python", str(REPRODUCERS / "raises.py"))
     assert completed.returncode == 1
-    (result,) = Report.from_dict(json.loads(completed.stdout)).results
+    (result,) = decode(json.loads(completed.stdout)).results
     assert result.outcome.value == "fail" and result.exception_type == "RuntimeError"
     assert "wrong result on numpy" in (result.message or "") and result.frames[0].function == "<module>"
     assert result.native is None  # no crash: nothing for a debugger to add
@@ -102,7 +102,7 @@ def test_a_failing_script_is_a_failure_with_its_exception_and_a_passing_one_exit
 def test_a_shell_reports_its_childs_signal_and_bad_input_is_one_line() -> None:
     aborts = f"{sys.executable} -c 'import os; os.abort()'"
     completed = run_cli("run", "--json", "--no-debugger", "--", "sh", "-c", aborts)
-    (result,) = Report.from_dict(json.loads(completed.stdout)).results
+    (result,) = decode(json.loads(completed.stdout)).results
     assert result.outcome.value == "crash" and result.signal == "SIGABRT" and "a child process was" in result.summary
     for argv, said in ((["run"], "give the command after --"), (["run", "--"], "no command after --"),
                        (["run", "--timeout", "0", "--", "true"], "must be seconds above 0"),
@@ -135,7 +135,7 @@ def test_seed_000_run_and_bisected_on_the_h100_is_the_scripts_fault() -> None:
     assert bisect["transitions"] == [] and "the fault is most likely the script's" in bisect["verdict"][0]
     document = json.loads((H100 / "seed000-run.json").read_text())
     validate_report(document)
-    report = Report.from_dict(document)
+    report = decode(document)
     (result,) = report.results
     assert result.outcome.value == "crash" and result.signal == "SIGSEGV"
     assert "_Model_execute" in {f.function for f in result.frames}  # the seed's stack

@@ -10,6 +10,7 @@ from conftest import SYNTHETIC, contradicting_reasons
 
 from gpudoctor.doctor import DoctorOptions, diagnose, rerun
 from gpudoctor.model import Device, Outcome
+from gpudoctor.report.codec import decode
 from gpudoctor.report.text import to_markdown, to_text
 
 
@@ -117,10 +118,8 @@ def test_the_recorded_torch_2_6_cell_carries_every_run_the_float8_patch_unblocke
 
     from conftest import TESTS
 
-    from gpudoctor.model import Report
-
     document = json.loads((TESTS / "fixtures" / "sweep-cpu" / "py3.11_torch-2.6.0_max-26.7.0.json").read_text())
-    report = Report.from_dict(document)
+    report = decode(document)
     assert report.environment.packages["torch"] == "2.6.0"
     assert report.result("max-import").outcome is Outcome.FAIL  # type: ignore[union-attr]
     carried = [r.id for r in report.results if r.patched]

@@ -13,12 +13,12 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 from conftest import run_cli, tiny_wheel
 from packaging.version import Version
 
@@ -156,3 +156,22 @@ def test_a_sweep_installs_offline_from_a_wheelhouse(tmp_path: Path) -> None:
     assert all(c["status"] in ("healthy", "problem") for c in grid["cells"])
     refused = run_cli("sweep", "--torch", TORCH, "--max", "91.1.0", "--offline")
     assert refused.returncode == 2 and "--offline needs --find-links" in refused.stderr
+
+
+def test_the_sweep_options_pick_the_machines_defaults_once_where_they_are_made(tmp_path: Path) -> None:
+    """Cells at once and probes per cell default to what the machine allows (one cell per four probe slots), given
+    values are kept, and options copied for a node of a Ray sweep (one cell at a time there) keep the probes per
+    cell the driver chose."""
+    import dataclasses
+
+    from gpudoctor.doctor import default_jobs
+    from gpudoctor.sweep.run import SweepOptions
+
+    chosen = SweepOptions(cells=(), envs_dir=tmp_path)
+    assert chosen.parallel == max(1, default_jobs() // 4)
+    assert chosen.probe_jobs == max(1, default_jobs() // chosen.parallel)
+    given = SweepOptions(cells=(), envs_dir=tmp_path, parallel=3, probe_jobs=5)
+    assert (given.parallel, given.probe_jobs) == (3, 5)
+    assert SweepOptions(cells=(), envs_dir=tmp_path, parallel=64).probe_jobs == 1
+    on_a_node = dataclasses.replace(chosen, parallel=1)
+    assert (on_a_node.parallel, on_a_node.probe_jobs) == (1, chosen.probe_jobs)

@@ -16,6 +16,7 @@ from conftest import ROOT, synthetic_copy, validate_report
 
 from gpudoctor.doctor import DoctorOptions, diagnose
 from gpudoctor.model import Device, Outcome, ProbeSpec
+from gpudoctor.report.codec import encode
 from gpudoctor.suite.caches import reserved_temp_dir
 from gpudoctor.suite.runner import STARTUP_STEP, ProbeInvocation, run_probe
 from gpudoctor.suite.schedule import PlannedRun, run_plan
@@ -71,8 +72,8 @@ def test_a_crash_is_timed_up_to_the_moment_it_happened() -> None:
 def test_timings_reach_json_and_markdown(tmp_path: Path) -> None:
     probes = synthetic_copy(tmp_path, IDENTITY_CATALOG)
     report = diagnose(DoctorOptions(probe_dir=probes, jobs=3))
-    validate_report(json.loads(json.dumps(report.to_dict())))
-    first = report.to_dict()["results"][0]
+    validate_report(json.loads(json.dumps(encode(report))))
+    first = encode(report)["results"][0]
     assert first["steps"][0]["name"] == STARTUP_STEP and first["cpu_s"] > 0 and first["peak_rss_mib"] > 0
     from gpudoctor.report.text import to_markdown
 

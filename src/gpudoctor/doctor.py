@@ -66,7 +66,7 @@ def make_report(
     """The report with the known issues its results (and, for `gpudoctor kernel`, its scan) show."""
     report = Report(
         doctor_version=__version__,
-        created=datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
+        created=datetime.datetime.now(datetime.UTC).replace(microsecond=0).isoformat(),
         environment=environment,
         results=tuple(results),
         kernel=kernel,

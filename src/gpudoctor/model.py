@@ -7,14 +7,13 @@ and generates the JSON schema from them, so a report round-trips through JSON un
 from __future__ import annotations
 
 import enum
-import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpudoctor.kernel.section import KernelSection
 from gpudoctor.protocol import DetailKey
+from gpudoctor.stackfacts import StackFacts
 
 SCHEMA_VERSION = 1
 
@@ -38,6 +37,11 @@ class Outcome(str, enum.Enum):
     def says_something(self) -> bool:
         """Whether the outcome tells anything about the stack (skipped and interrupted runs do not)."""
         return self not in (Outcome.SKIPPED, Outcome.INTERRUPTED)
+
+    @property
+    def word(self) -> str:
+        """The outcome as every face names it: a problem in capitals, to stand out in a column of passes."""
+        return self.value.upper() if self.is_problem else self.value
 
 
 class Device(str, enum.Enum):
@@ -100,9 +104,9 @@ class Environment:
     env_vars: Mapping[str, str]
     python_executable: str
     mojo_cli: str | None = None  # where a `mojo` executable was found next to the examined interpreter
-    # Read without importing: where torch/max/mojo/cuda/... would be imported from, the site-packages folders,
-    # and the CUDA version torch was built for (``torch_cuda``); empty in reports from before it was collected.
-    stack: Mapping[str, Any] = field(default_factory=dict)
+    # Read without importing: where torch/max/mojo/cuda/... would be imported from, the CUDA version torch was built
+    # for, build and load facts, the driver's files; empty in reports from before they were collected.
+    stack: StackFacts = field(default_factory=StackFacts)
 
     @property
     def cuda_device_visible(self) -> bool:
@@ -265,17 +269,17 @@ class Report:
         A problem finding without a failing probe counts too: a kernel that indexes device tensors from
         host code passes on the CPU yet is broken on every GPU.
         """
-        problems = any(r.outcome.is_problem for r in self.results) or any(
-            f.severity == "problem" for f in self.findings
-        )
-        return 1 if problems else 0
+        return 1 if self.problem_runs or self.problem_findings else 0
 
     @property
-    def report_id(self) -> str:
-        """A content hash of the report: the same report read back from its JSON has the same id, so the matrix
-        counts it once however often it is added."""
-        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
-        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+    def problem_runs(self) -> int:
+        """How many runs failed, crashed or timed out."""
+        return sum(r.outcome.is_problem for r in self.results)
+
+    @property
+    def problem_findings(self) -> int:
+        """How many findings are problems (not notices)."""
+        return sum(f.severity == "problem" for f in self.findings)
 
     @property
     def interrupted(self) -> bool:
@@ -284,17 +288,3 @@ class Report:
 
     def result(self, run_id: str) -> ProbeResult | None:
         return next((r for r in self.results if r.id == run_id), None)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The report as JSON-shaped data, as ``--json`` prints it (``codec.encode``)."""
-        from gpudoctor.report.codec import encode
-
-        return encode(self)
-
-    @classmethod
-    def from_dict(cls, data: Any) -> Report:
-        """A report from JSON-shaped data, every field validated (``codec.decode``; ``codec.ReportError`` names the
-        first wrong field)."""
-        from gpudoctor.report.codec import decode
-
-        return decode(data)

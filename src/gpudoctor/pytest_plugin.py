@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from gpudoctor.model import Outcome, ProbeResult, Report
+from gpudoctor.report.codec import decode
 
 _KEY = pytest.StashKey[Report | None]()
 
@@ -62,7 +63,7 @@ def _load(config: pytest.Config) -> Report | None:
         argv = [sys.executable, "-m", "gpudoctor", "--json", *shlex.split(config.getoption("--gpudoctor-args"))]
         completed = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
         try:
-            report = Report.from_dict(json.loads(completed.stdout))
+            report = decode(json.loads(completed.stdout))
         except ValueError:  # not JSON, or not a report (codec.ReportError is a ValueError)
             said = (completed.stderr.strip().splitlines() or ["no output"])[-1]
             raise pytest.UsageError(f"gpudoctor did not produce a report: {said}") from None

@@ -6,11 +6,10 @@ Every error names where it happened and the field, as a GpuDoctorError (or the s
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Set
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.safetext import CONTROL_CHARS

@@ -1,62 +1,46 @@
-"""The command-line face: one module per subcommand, each parsing its options and rendering a Report.
+"""The command-line face: one module per subcommand, each parsing its options and rendering a Report; ``COMMANDS``
+names them (pip's ``commands_dict``), and ``gpudoctor`` alone is doctor_command.
 
-``gpudoctor`` (doctor_command), ``gpudoctor kernel`` (kernel_command), ``gpudoctor matrix`` (matrix_command),
-``gpudoctor sweep`` (sweep_command), ``gpudoctor patch`` (patch_command), ``gpudoctor scan`` (scan_command),
-``gpudoctor fleet`` (fleet_command), ``gpudoctor run`` (run_command), ``gpudoctor bisect`` (bisect_command).
 The program that runs them, error handling and exit codes included, is gpudoctor.program.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from gpudoctor.handoff import Handoff
+
+
+@dataclass(frozen=True)
+class CommandInfo:
+    """A subcommand: the module of gpudoctor.cli that parses and runs it (imported only when it is asked for), and
+    what it does in a line of `gpudoctor --help`."""
+
+    module: str
+    summary: str
+
+
+COMMANDS: Mapping[str, CommandInfo] = {
+    "kernel": CommandInfo("kernel_command", "run your Mojo custom-op package (a folder) on the CPU and on each GPU"),
+    "run": CommandInfo("run_command", "run your own command (after --) and report how it ended"),
+    "bisect": CommandInfo("bisect_command", "find the MAX release where your reproducer's ending changes"),
+    "patch": CommandInfo("patch_command", "show, install or remove the workaround a finding names"),
+    "scan": CommandInfo("scan_command", "find source lines the installed releases do not accept"),
+    "matrix": CommandInfo("matrix_command", "the compatibility matrix: add, check, show, near, readme"),
+    "sweep": CommandInfo("sweep_command", "examine one environment per torch x MAX release"),
+    "fleet": CommandInfo("fleet_command", "run the doctor on every node of a Ray cluster"),
+}
+DOCTOR_MODULE = "doctor_command"  # `gpudoctor` with no command: the diagnosis of this stack
 
 
 def run(argv: Sequence[str] | None = None) -> int | Handoff:
     """Parse and run one command; a command that wants the terminal's interactive face returns a request for it
     (gpudoctor.program starts the TUI)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["kernel"]:
-        from gpudoctor.cli import kernel_command
-
-        return kernel_command.run(argv[1:])
-    if argv[:1] == ["sweep"]:
-        from gpudoctor.cli import sweep_command
-
-        return sweep_command.run(argv[1:])
-    if argv[:1] == ["patch"]:
-        from gpudoctor.cli import patch_command
-
-        return patch_command.run(argv[1:])
-    if argv[:1] == ["fleet"]:
-        from gpudoctor.cli import fleet_command
-
-        return fleet_command.run(argv[1:])
-    if argv[:1] == ["scan"]:
-        from gpudoctor.cli import scan_command
-
-        return scan_command.run(argv[1:])
-    if argv[:1] == ["run"]:
-        from gpudoctor.cli import run_command
-
-        return run_command.run(argv[1:])
-    if argv[:1] == ["bisect"]:
-        from gpudoctor.cli import bisect_command
-
-        return bisect_command.run(argv[1:])
-    if argv[:1] == ["matrix"]:
-        from gpudoctor.cli import matrix_command
-
-        return matrix_command.run(argv[1:])
-    from gpudoctor.cli import doctor_command
-
-    return doctor_command.run(argv)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The program (gpudoctor.program.main), for console scripts installed before it moved there."""
-    from gpudoctor.program import main as program_main
-
-    return program_main(argv)
+    command = COMMANDS.get(argv[0]) if argv else None
+    module = importlib.import_module(f"gpudoctor.cli.{command.module if command else DOCTOR_MODULE}")
+    run_command: Callable[[list[str]], int | Handoff] = module.run
+    return run_command(argv[1:] if command else argv)

@@ -18,6 +18,7 @@ from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import ProbeResult, Report
 from gpudoctor.process.cancel import Cancelled, CancelScope
 from gpudoctor.process.session import ExitCode, Session, stop_on_signals
+from gpudoctor.report.codec import encode
 from gpudoctor.report.files import ReportFiles
 
 MAX_SECONDS = 24 * 3600.0  # no limit the doctor takes is longer than a day
@@ -155,7 +156,7 @@ def run_and_report(work: Callable[[CancelScope], Report], options: argparse.Name
 def emit(report: Report, options: argparse.Namespace) -> None:
     """The report on stdout as JSON, Markdown or plain text, as the options say."""
     if getattr(options, "json", False):
-        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+        sys.stdout.write(json.dumps(encode(report), indent=2) + "\n")
     elif getattr(options, "markdown", False):
         from gpudoctor.report.text import to_markdown
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpudoctor import __version__
+from gpudoctor.cli import COMMANDS
 from gpudoctor.cli.common import (
     OneLineParser,
     add_report_file_arguments,
@@ -24,15 +25,29 @@ from gpudoctor.model import Device
 from gpudoctor.process.session import ExitCode
 
 
+class _KeepsCommandList(argparse.HelpFormatter):
+    """argparse's help, the description wrapped as usual but the command list's lines kept as they are."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" not in text:
+            return super()._fill_text(text, width, indent)
+        return "".join(indent + line for line in text.splitlines(keepends=True))
+
+
+def _command_list() -> str:
+    width = max(map(len, COMMANDS))
+    lines = [f"  gpudoctor {name:<{width}}  {info.summary}" for name, info in COMMANDS.items()]
+    return "\n".join(["commands (each has --help):", *lines])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="gpudoctor",
         description="Check whether this GPU custom-op stack (driver, CUDA, torch, MAX, Mojo) works, "
         "and if not, what breaks. Exit status: 0 healthy, 1 a problem found, 2 usage error, "
         "130/143 interrupted by SIGINT/SIGTERM (what had finished is still printed).",
-        epilog="Your own kernels: gpudoctor kernel PATH. The compatibility matrix: gpudoctor matrix "
-        "{add,check,show,near,readme}. Every release: gpudoctor sweep. A Ray cluster: gpudoctor fleet. Source "
-        "lines a release rejects: gpudoctor scan. Each has --help.",
+        epilog=_command_list(),
+        formatter_class=_KeepsCommandList,
     )
     parser.add_argument("--version", action="version", version=f"gpudoctor {__version__}")
     output = parser.add_mutually_exclusive_group()

@@ -17,11 +17,12 @@ from gpudoctor.cli.common import (
 )
 from gpudoctor.model import Report
 from gpudoctor.process.session import ExitCode, stop_on_signals
+from gpudoctor.report.codec import report_id
 from gpudoctor.report.files import read_report
+from gpudoctor.safetext import safe_text
 
 if TYPE_CHECKING:
     from gpudoctor.matrix import MatrixStore
-from gpudoctor.safetext import safe_text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -114,7 +115,7 @@ def _add(options: argparse.Namespace, store: MatrixStore, known: set[str]) -> in
     row = matrix.row_from_report(report, known, note=options.note)
     added = store.add(row)
     if not added.counted:
-        print(f"already in {added.path}: report {report.report_id} was recorded before; nothing changed")
+        print(f"already in {added.path}: report {report_id(report)} was recorded before; nothing changed")
         return ExitCode.OK
     merged = added.row
     changed = [p for p in row.results if merged.results[p].runs > 1 and merged.results[p].agreeing == 1]

@@ -94,7 +94,6 @@ def _kernel(options: argparse.Namespace) -> tuple[Path | None, tuple[CallRequest
 
 
 def run(argv: Sequence[str]) -> int:
-    from gpudoctor.doctor import default_jobs
     from gpudoctor.sweep import grid as gridmod
     from gpudoctor.sweep.envs import default_envs_dir, default_python
     from gpudoctor.sweep.run import SweepEvent, SweepOptions, cell_label, sweep
@@ -118,17 +117,13 @@ def run(argv: Sequence[str]) -> int:
         matrix_dir = default_matrix_dir(options.matrix, writing=True)
     cells = tuple(gridmod.cells(torch_versions, max_versions, python))
     kernel_path, kernel_requests = _kernel(options)
-    # Cells at once within the machine's CPU and memory (default_jobs counts both): one cell per four probe slots,
-    # so one cell builds its environment (I/O) while others examine theirs (CPU).
-    parallel = options.parallel or max(1, default_jobs() // 4)
-    jobs = options.jobs or max(1, default_jobs() // parallel)
     sweep_options = SweepOptions(
         cells=cells,
         envs_dir=(options.envs or default_envs_dir()).absolute(),
         matrix_dir=matrix_dir,
         only=tuple(options.only) if options.only else None,
-        parallel=parallel,
-        probe_jobs=jobs,
+        parallel=options.parallel or 0,  # 0: SweepOptions picks what the machine allows
+        probe_jobs=options.jobs or 0,
         timeout_s=options.timeout,
         refresh=options.refresh,
         inherit=inherit,
@@ -168,6 +163,7 @@ def run(argv: Sequence[str]) -> int:
 
 
 def _print_grid(grid: Grid, options: argparse.Namespace, matrix_dir: Path | None, envs_dir: Path) -> None:
+    from gpudoctor.sweep.grid import CellStatus
     from gpudoctor.sweep.run import cell_table
 
     if options.svg is not None:
@@ -183,7 +179,7 @@ def _print_grid(grid: Grid, options: argparse.Namespace, matrix_dir: Path | None
         for line in table:
             sys.stdout.write(safe_text("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(line)).rstrip()) + "\n")
         for result in grid.results:
-            if result.reason and result.status.value in ("unresolvable", "build-failed"):
+            if result.reason and result.status in (CellStatus.UNRESOLVABLE, CellStatus.BUILD_FAILED):
                 first = result.reason.splitlines()[0] if result.reason else ""
                 sys.stdout.write(safe_text(f"  {result.cell.key}: {result.status.value}: {first}") + "\n")
         if matrix_dir is not None:

@@ -6,6 +6,7 @@ doctor's own they are read there by a small metadata-only script (it imports nei
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -16,12 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.facts.buildtools import build_facts, triton_ptxas
 from gpudoctor.facts.interpreter import ask, check_cpython
-from gpudoctor.facts.libraries import library_facts
-from gpudoctor.facts.nvml import driver_files, query_driver
-from gpudoctor.facts.requirements import unmet_requirements
-from gpudoctor.facts.runtimecompilers import runtime_compilers
+from gpudoctor.facts.nvml import device_nodes, kernel_module_version, loaded_library_version, query_driver
+from gpudoctor.facts.stack import build_and_load_facts, device_nodes_fact, interpreter_facts
 from gpudoctor.model import Environment, Platform
 from gpudoctor.process.cancel import CancelScope
 from gpudoctor.redact import redact_text
@@ -215,51 +213,6 @@ def _local_stack_facts() -> dict[str, Any]:
     return facts
 
 
-def _redacted_stack(facts: Any) -> dict[str, Any]:
-    """Stack facts as the report carries them: paths redacted, shapes checked."""
-    if not isinstance(facts, dict):
-        return {}
-    raw_modules, raw_sites = facts.get("modules"), facts.get("site_packages")
-    modules: dict[str, Any] = raw_modules if isinstance(raw_modules, dict) else {}
-    sites: list[Any] = raw_sites if isinstance(raw_sites, list) else []
-    torch_cuda = facts.get("torch_cuda")
-    return {
-        "modules": {str(k): None if v is None else redact_text(str(v)) for k, v in modules.items()},
-        "shadowing": [str(n) for n in facts.get("shadowing") or [] if isinstance(n, str)],
-        "site_packages": [redact_text(str(p)) for p in sites],
-        "torch_cuda": None if torch_cuda is None else str(torch_cuda),
-        "no_bytecode": [str(n) for n in facts.get("no_bytecode") or [] if isinstance(n, str)],
-        "requirements_unmet": unmet_requirements(facts.get("distributions"), facts.get("markers")),
-    }
-
-
-def _redacted_strings(facts: dict[str, Any]) -> dict[str, Any]:
-    return {key: redact_text(value) if isinstance(value, str) else value for key, value in facts.items()}
-
-
-def _build_and_load_facts(raw: Any, python: str) -> dict[str, Any]:
-    """What building and loading GPU code would use for the examined interpreter (its raw stack facts: site-packages,
-    where torch is, its distributions): the extension build facts with Triton's ptxas, and the CUDA libraries as the
-    loader resolves them — paths redacted."""
-    raw = raw if isinstance(raw, dict) else {}
-    sites = [str(s) for s in raw.get("site_packages") or [] if isinstance(s, str)]
-    modules = raw.get("modules") if isinstance(raw.get("modules"), dict) else {}
-    torch_at = modules.get("torch")
-    torch_folder = None
-    if isinstance(torch_at, str):
-        torch_folder = torch_at if os.path.isdir(torch_at) else os.path.dirname(torch_at)
-    build = build_facts(os.environ, torch_folder, os.path.dirname(python))
-    distributions = raw.get("distributions")
-    if isinstance(distributions, list):
-        build["setuptools"] = any(isinstance(d, list) and str(d[0]).lower() == "setuptools" for d in distributions)
-    build.update(triton_ptxas(sites, os.environ))
-    found = library_facts(sites)
-    compilers = runtime_compilers(distributions if isinstance(distributions, list) else [], found, build)
-    build["runtime_compilers"] = [_redacted_strings(compiler) for compiler in compilers]
-    libraries = {name: _redacted_strings(fact) for name, fact in found.items()}
-    return {"build": _redacted_strings(build), "libraries": libraries}
-
-
 def _local_packages(names: tuple[str, ...]) -> dict[str, str | None]:
     from importlib import metadata
 
@@ -337,7 +290,6 @@ def collect_environment(
         python_version = platform.python_version()
         implementation = platform.python_implementation()
         raw_stack: Any = _local_stack_facts()
-        stack = _redacted_stack(raw_stack)
     else:
         facts = _remote_facts(python, names, cancel)
         raw = facts["packages"]
@@ -346,8 +298,7 @@ def collect_environment(
         python_version = str(facts["python"])
         implementation = str(facts["implementation"])
         raw_stack = facts.get("stack")
-        stack = _redacted_stack(raw_stack)
-    stack.update(_build_and_load_facts(raw_stack, python))
+    build, libraries = build_and_load_facts(raw_stack, python)
     host = Platform(
         python=python_version,
         python_implementation=implementation,
@@ -359,8 +310,15 @@ def collect_environment(
     )
     env_vars = {name: redact_text(os.environ[name]) for name in ENV_VARS if name in os.environ}
     mojo = find_mojo_cli(python)
-    driver = query_driver()  # loads NVML's library, whose version driver_files reads from this process's maps
-    stack = {**stack, **{k: v for k, v in driver_files().items() if v is not None}}
+    driver = query_driver()  # loads NVML's library, whose version is read from this process's maps below
+    stack = dataclasses.replace(
+        interpreter_facts(raw_stack),
+        build=build,
+        libraries=libraries,
+        kernel_module=kernel_module_version(),
+        nvml_library=loaded_library_version(),
+        device_nodes=device_nodes_fact(device_nodes()),
+    )
     return Environment(
         platform=host,
         driver=driver,

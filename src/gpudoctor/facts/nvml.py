@@ -84,16 +84,6 @@ def loaded_library_version(maps: str = "/proc/self/maps") -> str | None:
     return None
 
 
-def driver_files() -> dict[str, Any]:
-    """The kernel module's and the NVML library's versions, for the pre-flight check that compares them, and the
-    driver's device nodes."""
-    return {
-        "kernel_module": kernel_module_version(),
-        "nvml_library": loaded_library_version(),
-        "device_nodes": device_nodes(),
-    }
-
-
 def device_nodes(root: Path = Path("/dev")) -> dict[str, list[str]]:
     """The NVIDIA device nodes in ``root`` (nvidiactl, nvidia-uvm, nvidia0, ...) and those this user cannot open for
     reading and writing. CUDA needs nvidiactl, a node per GPU and nvidia-uvm; NVML (nvidia-smi) does without

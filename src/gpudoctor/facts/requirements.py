@@ -14,13 +14,15 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from gpudoctor.stackfacts import UnmetRequirement
+
 MAX_REPORTED = 40  # an environment broken this much needs `pip check` itself, not a longer report
 
 
-def unmet_requirements(distributions: Any, markers: Any) -> list[dict[str, str | None]]:
+def unmet_requirements(distributions: Any, markers: Any) -> list[UnmetRequirement]:
     """Each requirement an installed distribution declares (for no extra) that the installed distributions do not
-    meet, as ``{"package", "version", "requirement", "needs", "installed"}``: ``needs`` names the required
-    distribution, ``installed`` its installed version (None when it is absent). ``distributions`` is
+    meet: ``needs`` names the required distribution, ``installed`` its installed version (None when it is absent).
+    ``distributions`` is
     ``[[name, version, [requires-dist, ...]], ...]`` as the inventory read them."""
     if not isinstance(distributions, list) or not isinstance(markers, dict):
         return []
@@ -31,15 +33,13 @@ def unmet_requirements(distributions: Any, markers: Any) -> list[dict[str, str |
         if isinstance(entry, list) and len(entry) == 3 and all(isinstance(x, str) for x in entry[:2]):
             installed.setdefault(canonicalize_name(entry[0]), entry[1])
             declared.append((entry[0], entry[1], entry[2] if isinstance(entry[2], list) else []))
-    unmet: list[dict[str, str | None]] = []
+    unmet: list[UnmetRequirement] = []
     for name, version, requires in sorted(declared, key=lambda d: canonicalize_name(d[0])):
         for text in requires:
             problem = _unmet(str(text), environment, installed)
             if problem is not None:
                 requirement, needs, have = problem
-                unmet.append(
-                    {"package": name, "version": version, "requirement": requirement, "needs": needs, "installed": have}
-                )
+                unmet.append(UnmetRequirement(name, version, requirement, needs, have))
     return unmet[:MAX_REPORTED]
 
 

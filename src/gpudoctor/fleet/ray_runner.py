@@ -30,6 +30,7 @@ from gpudoctor.errors import GpuDoctorError
 from gpudoctor.fleet.report import FleetReport, NodeRun, NodeStatus, analyse
 from gpudoctor.model import Report
 from gpudoctor.process.cancel import CancelScope
+from gpudoctor.report.codec import decode
 
 RAY_MISSING = 'gpudoctor fleet needs Ray, an optional extra: pip install "gpudoctor[fleet]"'
 CONNECT_TIMEOUT_S = 15.0
@@ -222,7 +223,7 @@ def _node_run(label: str, host: str | None, answer: dict[str, Any], seconds: flo
         if run.get("rc") is None:
             return NodeRun(label, NodeStatus.TIMEOUT, tuple(reports), str(run.get("stderr")), host, seconds)
         try:
-            reports.append(Report.from_dict(json.loads(run["stdout"])))
+            reports.append(decode(json.loads(run["stdout"])))
         except (ValueError, KeyError, TypeError):
             said = (run.get("stderr") or "").strip().splitlines()
             reason = said[-1] if said else f"the doctor exited with status {run.get('rc')} and printed no report"
@@ -235,7 +236,7 @@ def run_fleet(
 ) -> FleetReport:
     """The doctor on every alive node; results of nodes that answered are kept whatever happens to the others."""
     scope = cancel if cancel is not None else CancelScope()
-    created = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+    created = datetime.datetime.now(datetime.UTC).replace(microsecond=0).isoformat()
     with ray_session(options.address, options.quiet) as ray:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 

@@ -2,7 +2,8 @@
 environment and outcome, with the odd nodes out and what sets them apart. Pure data and analysis, no Ray: the
 analysis returns data (outcomes, differences, odd nodes) and the faces (fleet/render.py, the fleet view) word it.
 
-Node names are private: a node is "node 3" unless the user asked for host names (``--show-hosts``).
+Node names are private: a node is "node 3" unless the user asked for host names (``--show-hosts``). The JSON
+(``FleetReport.to_dict``, version ``FLEET_SCHEMA_VERSION``) holds the same data and no sentence: the faces word it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from typing import Any
 
 from gpudoctor.matrix.schema import environment_key
 from gpudoctor.model import Device, Outcome, Report
+from gpudoctor.report.codec import encode
+
+FLEET_SCHEMA_VERSION = 1  # 1: the odd ones out as data (before it, unversioned, as sentences)
 
 
 def shows_as_problem(outcome: Outcome) -> bool:
@@ -82,7 +86,7 @@ class NodeRun:
             "environment": self.environment,
             "outcomes": _outcome_values(self.outcomes),
             "findings": list(self.findings),
-            "reports": [report.to_dict() for report in self.reports],
+            "reports": [encode(report) for report in self.reports],
         }
 
 
@@ -121,6 +125,9 @@ class EnvironmentDifference:
     here: str | int | None
     there: str | int | None
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "environment", "key": self.key, "here": self.here, "there": self.there}
+
 
 @dataclass(frozen=True)
 class OutcomeDifference:
@@ -130,6 +137,10 @@ class OutcomeDifference:
     here: Outcome | None
     there: Outcome | None
 
+    def to_dict(self) -> dict[str, Any]:
+        here, there = (None if o is None else o.value for o in (self.here, self.there))
+        return {"kind": "outcome", "run": self.run_id, "here": here, "there": there}
+
 
 @dataclass(frozen=True)
 class FindingDifference:
@@ -137,6 +148,9 @@ class FindingDifference:
 
     finding: str
     here: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "finding", "finding": self.finding, "here": self.here}
 
 
 Difference = EnvironmentDifference | OutcomeDifference | FindingDifference
@@ -153,6 +167,17 @@ class OddNode:
     reason: str = ""  # why it did not answer (its NodeRun's reason)
     differences: tuple[Difference, ...] = ()  # how it differs from the majority (empty for a node that did not answer)
     majority_size: int = 0  # how many nodes the majority it is compared with has
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "position": self.position,
+            "total": self.total,
+            "status": self.status.value,
+            "reason": self.reason,
+            "majority_size": self.majority_size,
+            "differences": [d.to_dict() for d in self.differences],
+        }
 
 
 @dataclass(frozen=True)
@@ -175,14 +200,13 @@ class FleetReport:
         return any(n.status is NodeStatus.INTERRUPTED for n in self.nodes)
 
     def to_dict(self) -> dict[str, Any]:
-        from gpudoctor.fleet.render import odd_one_line  # the JSON keeps one sentence per odd node, as worded there
-
         return {
+            "fleet_schema_version": FLEET_SCHEMA_VERSION,
             "doctor_version": self.doctor_version,
             "created": self.created,
             "nodes": [n.to_dict() for n in self.nodes],
             "groups": [g.to_dict() for g in self.groups],
-            "odd_ones_out": [odd_one_line(odd) for odd in self.odd_ones],
+            "odd_ones_out": [odd.to_dict() for odd in self.odd_ones],
         }
 
 

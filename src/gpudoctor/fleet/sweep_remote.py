@@ -15,8 +15,8 @@ from typing import Any
 
 from gpudoctor.atomic import atomic_write
 from gpudoctor.fleet.ray_runner import ray_session
-from gpudoctor.model import Report
 from gpudoctor.process.cancel import CancelScope
+from gpudoctor.report.codec import decode
 from gpudoctor.sweep.grid import CellResult, CellStatus
 from gpudoctor.sweep.run import EventCallback, Grid, Sweep, SweepEvent, SweepOptions
 
@@ -75,6 +75,6 @@ def sweep_on_ray(
                 if report_data is not None and result.report is not None:
                     # kept here too, where a local sweep keeps it (a bisect reads it back; a rerun reuses it)
                     atomic_write(options.envs_dir / result.report, json.dumps(report_data, indent=2) + "\n")
-                    local.record(cell, result, Report.from_dict(report_data))
+                    local.record(cell, result, decode(report_data))
                 done(cell, result)
     return Grid(tuple(results[c] for c in options.cells), interrupted=scope.cancelled)

@@ -148,7 +148,7 @@ def _runs_contradict_scan(report: Report) -> bool:
     happen on any device that ran (a scan that lost its way in the source, or code that is right after all)."""
     runs = [r for r, _ in _kernel_runs(report)]
     return bool(runs) and all(
-        r.outcome is Outcome.PASS and r.details.get("results_checked") == "reference" for r in runs
+        r.outcome is Outcome.PASS and r.details.get(DetailKey.RESULTS_CHECKED) == "reference" for r in runs
     ) and any(r.device is Device.CUDA for r in runs)
 
 
@@ -250,7 +250,7 @@ def _kernel_source_rejected(report: Report) -> list[PredicateEvidence]:
     )
     explained = set()
     for kernel, _ in _kernel_runs(report):
-        diagnostics = kernel.details.get("compile_errors")
+        diagnostics = kernel.details.get(DetailKey.COMPILE_ERRORS)
         if isinstance(diagnostics, list):
             for translation in translate([str(d) for d in diagnostics], check):
                 evidence.append((translation.statement(), kernel.id))

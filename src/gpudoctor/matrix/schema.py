@@ -10,19 +10,20 @@ import datetime
 import hashlib
 import json
 import re
+import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import tomli_w
-import tomllib
 from packaging.version import InvalidVersion, Version
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Outcome, Report
 from gpudoctor.protocol import DetailKey
 from gpudoctor.redact import redact_text
+from gpudoctor.report.codec import report_id
 from gpudoctor.tomlcheck import checked_table, plain_string, read_toml, whole_number
 
 ROW_SCHEMA = 2
@@ -200,7 +201,7 @@ def row_from_report(report: Report, known_probes: Iterable[str], note: str | Non
         report.doctor_version,
         report.created[:10],
         redact_text(note) if note else None,  # "see ~/runs/x" rather than the real home, whatever it is
-        reports=(report.report_id,),
+        reports=(report_id(report),),
     )
     parse_row(Path(row.file_name), tomllib.loads(row.to_toml()))  # the same checks as a file (a note with a path)
     return row

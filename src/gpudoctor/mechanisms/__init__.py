@@ -151,7 +151,7 @@ def report_facts(report: Report) -> dict[str, str]:
     gpu = environment.driver.gpus[0] if environment.driver.gpus else None
     facts = {
         "driver_cuda": environment.driver.cuda_driver_version or "unknown (no driver seen)",
-        "torch_cuda": str(environment.stack.get("torch_cuda") or "unknown"),
+        "torch_cuda": str(environment.stack.torch_cuda or "unknown"),
     }
     if gpu is not None:
         facts["gpu"] = gpu.name or "this GPU"

@@ -51,7 +51,7 @@ _TABLE_KEYS: Mapping[str, set[str]] = {
 
 
 def torch_cuda_vs_driver(environment: Environment, rule: Rule) -> Found | None:
-    torch_cuda = environment.stack.get("torch_cuda")
+    torch_cuda = environment.stack.torch_cuda
     driver_cuda = environment.driver.cuda_driver_version
     built, supported = parse_version(str(torch_cuda) if torch_cuda else None), parse_version(driver_cuda)
     if built is None or supported is None or not environment.driver.available:
@@ -85,8 +85,8 @@ def shadowing_libraries(environment: Environment, rule: Rule) -> Found | None:
 
 def shadowed_modules(environment: Environment, rule: Rule) -> Found | None:
     """Names that resolve, before site-packages, to files no distribution installed (the inventory says which)."""
-    modules: Mapping[str, Any] = environment.stack.get("modules") or {}
-    shadowed = [(name, str(modules.get(name))) for name in environment.stack.get("shadowing") or []]
+    modules: Mapping[str, Any] = environment.stack.modules or {}
+    shadowed = [(name, str(modules.get(name))) for name in environment.stack.shadowing or ()]
     if not shadowed:
         return None
     names = ", ".join(name for name, _ in shadowed)
@@ -113,26 +113,24 @@ def mixed_generations(environment: Environment, rule: Rule) -> Found | None:
 def requirements_unmet(environment: Environment, rule: Rule) -> Found | None:
     """Requirements installed distributions declare that the installed ones do not meet (read by the inventory from
     the examined interpreter's metadata, as pip check reads them)."""
-    unmet = environment.stack.get("requirements_unmet")
-    if not isinstance(unmet, list) or not unmet:
+    unmet = environment.stack.requirements_unmet
+    if not unmet:
         return None
     lines = []
     for entry in unmet:
-        if isinstance(entry, dict):
-            have, wanted = entry.get("installed"), entry.get("requirement")
-            what = "which is not installed" if have is None else f"but {entry.get('needs')} {have} is installed"
-            lines.append(f"{entry.get('package')} {entry.get('version')} requires {wanted}, {what}")
-    first = unmet[0] if isinstance(unmet[0], dict) else {}
+        have, wanted = entry.installed, entry.requirement
+        what = "which is not installed" if have is None else f"but {entry.needs} {have} is installed"
+        lines.append(f"{entry.package} {entry.version} requires {wanted}, {what}")
     return {"pairs": "; ".join(lines[:3]) + (f"; and {len(lines) - 3} more" if len(lines) > 3 else ""),
-            "requirement": str(first.get("requirement"))}, lines  # fmt: skip
+            "requirement": unmet[0].requirement}, lines  # fmt: skip
 
 
 def device_nodes(environment: Environment, rule: Rule) -> Found | None:
     """A driver NVML answers for, but the device nodes CUDA opens absent or closed to this user."""
-    nodes = environment.stack.get("device_nodes")
-    if not environment.driver.available or not environment.driver.gpus or not isinstance(nodes, dict):
+    nodes = environment.stack.device_nodes
+    if not environment.driver.available or not environment.driver.gpus or nodes is None:
         return None
-    present, closed = set(nodes.get("present") or ()), list(nodes.get("inaccessible") or ())
+    present, closed = set(nodes.present), list(nodes.inaccessible)
     missing = [n for n in ("nvidiactl", "nvidia-uvm") if n not in present]
     if not any(n.removeprefix("nvidia").isdigit() for n in present):
         missing.append("nvidia0 (a node per GPU)")
@@ -144,7 +142,7 @@ def device_nodes(environment: Environment, rule: Rule) -> Found | None:
 
 def driver_vs_library(environment: Environment, rule: Rule) -> Found | None:
     """The loaded kernel module and the user-space NVML library must be one driver release."""
-    module, library = environment.stack.get("kernel_module"), environment.stack.get("nvml_library")
+    module, library = environment.stack.kernel_module, environment.stack.nvml_library
     status = environment.driver.status
     if "mismatch" in status.lower():
         evidence = [f"NVML: {status}"]
@@ -209,7 +207,7 @@ def _runs_on(archs: Sequence[str], capability: tuple[int, int]) -> bool:
 def torch_arch_list(environment: Environment, rule: Rule) -> Found | None:
     """A GPU whose architecture the installed torch build has no kernels for (the rule's table of arch lists,
     each recorded from torch._C._cuda_getArchFlags() of a real wheel or stated by PyTorch)."""
-    torch, torch_cuda = environment.packages.get("torch"), environment.stack.get("torch_cuda")
+    torch, torch_cuda = environment.packages.get("torch"), environment.stack.torch_cuda
     if not torch or not torch_cuda:
         return None
     row = next(
@@ -259,7 +257,7 @@ def toolchain_min_capability(environment: Environment, rule: Rule) -> Found | No
 def bytecode_off(environment: Environment, rule: Rule) -> Found | None:
     """PYTHONDONTWRITEBYTECODE set, no PYTHONPYCACHEPREFIX, and packages installed without their bytecode."""
     env = environment.env_vars
-    missing = [str(name) for name in environment.stack.get("no_bytecode") or []]
+    missing = [str(name) for name in environment.stack.no_bytecode or ()]
     if not bytecode_turned_off(env) or not missing:
         return None
     names = " and ".join(missing)

@@ -8,13 +8,14 @@ from typing import Any
 
 from gpudoctor.model import Environment
 from gpudoctor.preflight.rule import Found, Rule, parse_version
+from gpudoctor.stackfacts import BuildFacts
 
 
 def package_libraries(environment: Environment, rule: Rule) -> Found | None:
     """A package installed whose CUDA library (the rule's table: package, library) neither the dynamic loader nor
     pip's nvidia-* wheels provide; libcuda.so only where a driver is installed (without one, nothing needs it)."""
-    libraries = environment.stack.get("libraries")
-    if not isinstance(libraries, dict):
+    libraries = environment.stack.libraries
+    if libraries is None:
         return None
     lines, names = [], []
     for row in rule.data.get("table", ()):
@@ -31,9 +32,8 @@ def package_libraries(environment: Environment, rule: Rule) -> Found | None:
     return {"libraries": ", ".join(dict.fromkeys(names))}, lines
 
 
-def _build(environment: Environment) -> dict[str, Any]:
-    build = environment.stack.get("build")
-    return build if isinstance(build, dict) else {}
+def _build(environment: Environment) -> BuildFacts:
+    return environment.stack.build or BuildFacts()
 
 
 def _release(text: Any) -> tuple[int, ...] | None:
@@ -48,32 +48,32 @@ def _major(text: Any) -> int | None:
 
 def extension_cuda_mismatch(environment: Environment, rule: Rule) -> Found | None:
     """nvcc's CUDA major release against the one torch was built for: cpp_extension refuses to build across them."""
-    build, torch_cuda = _build(environment), environment.stack.get("torch_cuda")
-    nvcc_cuda = build.get("nvcc_cuda")
+    build, torch_cuda = _build(environment), environment.stack.torch_cuda
+    nvcc_cuda = build.nvcc_cuda
     if not nvcc_cuda or not torch_cuda or _major(nvcc_cuda) == _major(torch_cuda):
         return None
-    found = {"nvcc": str(build.get("nvcc")), "nvcc_cuda": str(nvcc_cuda), "torch_cuda": str(torch_cuda)}
-    return found, [f"{build.get('nvcc')} is CUDA {nvcc_cuda} (CUDA_HOME {build.get('cuda_home')}); torch.version.cuda "
+    found = {"nvcc": str(build.nvcc), "nvcc_cuda": str(nvcc_cuda), "torch_cuda": str(torch_cuda)}
+    return found, [f"{build.nvcc} is CUDA {nvcc_cuda} (CUDA_HOME {build.cuda_home}); torch.version.cuda "
                    f"is {torch_cuda}"]  # fmt: skip
 
 
 def host_compiler_too_new(environment: Environment, rule: Rule) -> Found | None:
     """A gcc newer than the toolkit's host_config.h accepts."""
     build = _build(environment)
-    major, newest = build.get("host_compiler_major"), build.get("newest_host_gcc")
-    if build.get("host_compiler") not in ("gcc", "g++") or not isinstance(major, int) or not isinstance(newest, int):
+    major, newest = build.host_compiler_major, build.newest_host_gcc
+    if build.host_compiler not in ("gcc", "g++") or not isinstance(major, int) or not isinstance(newest, int):
         return None
     if major <= newest:
         return None
-    found = {"gcc": str(major), "newest": str(newest), "nvcc_cuda": str(build.get("nvcc_cuda"))}
-    said = f"gcc {major} on PATH; {build.get('nvcc')} (CUDA {build.get('nvcc_cuda')}) accepts gcc up to {newest}"
+    found = {"gcc": str(major), "newest": str(newest), "nvcc_cuda": str(build.nvcc_cuda)}
+    said = f"gcc {major} on PATH; {build.nvcc} (CUDA {build.nvcc_cuda}) accepts gcc up to {newest}"
     return found, [said]
 
 
 def arch_list_invalid(environment: Environment, rule: Rule) -> Found | None:
     """TORCH_CUDA_ARCH_LIST entries the installed torch does not accept (its cpp_extension's own list)."""
-    wanted, names = environment.env_vars.get("TORCH_CUDA_ARCH_LIST"), _build(environment).get("arch_names")
-    if not wanted or wanted.strip() in ("native", "all") or not isinstance(names, list):
+    wanted, names = environment.env_vars.get("TORCH_CUDA_ARCH_LIST"), _build(environment).arch_names
+    if not wanted or wanted.strip() in ("native", "all") or names is None:
         return None
     entries = [e for e in wanted.replace(";", " ").split() if e]
     unknown = [e for e in entries if e not in names]
@@ -86,15 +86,15 @@ def arch_list_invalid(environment: Environment, rule: Rule) -> Found | None:
 
 def extension_tools_missing(environment: Environment, rule: Rule) -> Found | None:
     """torch installed, and what its cpp_extension needs absent: setuptools, ninja (any build), nvcc (CUDA builds)."""
-    build = _build(environment)
-    if not environment.packages.get("torch") or not build:
+    build = environment.stack.build
+    if not environment.packages.get("torch") or build is None:
         return None
     missing = []
-    if environment.stack.get("torch_cuda") and not build.get("nvcc"):
+    if environment.stack.torch_cuda and not build.nvcc:
         missing.append("a CUDA toolkit (no CUDA_HOME, no nvcc on PATH, no /usr/local/cuda)")
-    if build.get("ninja") is False:
+    if build.ninja is False:
         missing.append("ninja")
-    if build.get("setuptools") is False:
+    if build.setuptools is False:
         missing.append("setuptools (torch.utils.cpp_extension imports it)")
     if not missing:
         return None
@@ -112,9 +112,12 @@ def triton_ptxas_vs_gpu(environment: Environment, rule: Rule) -> Found | None:
         if capability is None:
             continue
         # Triton 3.3+ runs ptxas-blackwell for sm_100 and newer when the wheel has it
-        blackwell = capability >= (10, 0) and build.get("triton_ptxas_blackwell")
-        key = "triton_ptxas_blackwell" if blackwell else "triton_ptxas"
-        cuda = _release(build.get(f"{key}_cuda"))
+        blackwell = capability >= (10, 0) and build.triton_ptxas_blackwell
+        if blackwell:
+            ptxas, ptxas_cuda = build.triton_ptxas_blackwell, build.triton_ptxas_blackwell_cuda
+        else:
+            ptxas, ptxas_cuda = build.triton_ptxas, build.triton_ptxas_cuda
+        cuda = _release(ptxas_cuda)
         if cuda is None:
             continue
         for row in rule.data.get("table", ()):
@@ -128,17 +131,17 @@ def triton_ptxas_vs_gpu(environment: Environment, rule: Rule) -> Found | None:
                     knows = f"ptxas knows {arch} up to CUDA {row['cuda_max']}"
                 else:
                     knows = f"ptxas knows {arch} from CUDA {row['cuda_min']}"
-                lines.append(f"{gpu.name or 'GPU ' + str(gpu.index)} ({arch}): Triton's {build.get(key)} is CUDA "
-                             f"{build.get(f'{key}_cuda')}; {knows}")  # fmt: skip
+                lines.append(f"{gpu.name or 'GPU ' + str(gpu.index)} ({arch}): Triton's {ptxas} is CUDA "
+                             f"{ptxas_cuda}; {knows}")  # fmt: skip
                 gpus.append(arch)
         if driver is not None and cuda[0] > driver[0]:
             supported = environment.driver.cuda_driver_version
-            lines.append(f"Triton's ptxas is CUDA {build.get(f'{key}_cuda')}; the driver supports CUDA {supported}: "
+            lines.append(f"Triton's ptxas is CUDA {ptxas_cuda}; the driver supports CUDA {supported}: "
                          "it cannot load what that ptxas builds")  # fmt: skip
             gpus.append(f"driver CUDA {environment.driver.cuda_driver_version}")
     if not lines:
         return None
-    found = {"gpus": ", ".join(dict.fromkeys(gpus)), "cuda": str(build.get("triton_ptxas_cuda"))}
+    found = {"gpus": ", ".join(dict.fromkeys(gpus)), "cuda": str(build.triton_ptxas_cuda)}
     return found, list(dict.fromkeys(lines))
 
 
@@ -146,27 +149,25 @@ def _newer_compilers(environment: Environment, rule: Rule, across_major: bool) -
     """Runtime compilers (NVRTC, NVVM) newer than the CUDA release the driver supports, where a package installed
     (the rule's table: compiler, package, use) compiles with them: across a major release, or within the driver's."""
     driver = _release(environment.driver.cuda_driver_version)
-    compilers = _build(environment).get("runtime_compilers")
-    if driver is None or not isinstance(compilers, list):
+    compilers = _build(environment).runtime_compilers
+    if driver is None or compilers is None:
         return None
     lines, names, releases = [], [], []
     for found in compilers:
-        if not isinstance(found, dict):
-            continue
-        cuda = _release(found.get("cuda"))
+        cuda = _release(found.cuda)
         if cuda is None or cuda[:2] <= driver[:2] or (cuda[0] > driver[0]) != across_major:
             continue
         users = [
             f"{row['package']} {environment.packages.get(row['package'])} ({row['use']})"
             for row in rule.data.get("table", ())
-            if row["compiler"] == found.get("compiler") and environment.packages.get(row["package"])
+            if row["compiler"] == found.compiler and environment.packages.get(row["package"])
         ]
         if not users:
             continue
-        lines.append(f"{found.get('compiler')} CUDA {found.get('cuda')} from {found.get('from')}, used by "
+        lines.append(f"{found.compiler} CUDA {found.cuda} from {found.source}, used by "
                      f"{', '.join(users)}")  # fmt: skip
-        names.append(f"{found.get('compiler')} {found.get('cuda')}")
-        releases.append(str(found.get("cuda")))
+        names.append(f"{found.compiler} {found.cuda}")
+        releases.append(str(found.cuda))
     if not lines:
         return None
     lines.append(f"NVML: driver {environment.driver.version} supports CUDA {environment.driver.cuda_driver_version}")

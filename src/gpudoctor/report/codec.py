@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import hashlib
 import json
 import re
 import typing
@@ -38,6 +39,13 @@ def encode(report: Report) -> dict[str, Any]:
     return data
 
 
+def report_id(report: Report) -> str:
+    """A content hash of the report: the same report read back from its JSON has the same id, so the matrix counts it
+    once however often it is added."""
+    canonical = json.dumps(encode(report), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
 def _field(value: Any, digits: int | None) -> Any:
     """A field's value as encoded: floats the model marks with ``digits`` rounded to them (times to the millisecond,
     memory to a tenth of a MiB), as reports have always stored them; the object itself keeps full precision."""
@@ -46,12 +54,10 @@ def _field(value: Any, digits: int | None) -> Any:
 
 def _builtins(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        # fields the model marks omit_empty appear only when they hold something: reports recorded before them
-        # keep their ids
         return {
-            f.name: _field(getattr(value, f.name), f.metadata.get("digits"))
+            f.metadata.get("name", f.name): _field(getattr(value, f.name), f.metadata.get("digits"))
             for f in dataclasses.fields(value)
-            if not (f.metadata.get("omit_empty") and getattr(value, f.name) in (None, ()))
+            if not _left_out(value, f)
         }
     if isinstance(value, enum.Enum):
         return value.value
@@ -60,6 +66,19 @@ def _builtins(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_builtins(item) for item in value]
     return value
+
+
+def _left_out(value: Any, declared: dataclasses.Field[Any]) -> bool:
+    """Whether a field is left out of the JSON: fields the model marks ``omit_empty`` appear only when they hold
+    something, ``omit_none`` ones unless None (or unless their ``kept_with`` field is there), so that reports recorded
+    before a field existed keep their bytes and ids."""
+    held = getattr(value, declared.name)
+    if declared.metadata.get("omit_empty"):
+        return held in (None, ())
+    if declared.metadata.get("omit_none") and held is None:
+        partner = declared.metadata.get("kept_with")
+        return partner is None or getattr(value, partner) is None
+    return False
 
 
 def decode(data: Any) -> Report:
@@ -76,7 +95,7 @@ def decode(data: Any) -> Report:
     if unknown is not None:
         raise ReportError(f"field {unknown!r}: unknown field")
     try:
-        return msgspec.convert(data, Report, strict=True)
+        return msgspec.convert(_renamed(data, Report), Report, strict=True)
     except msgspec.ValidationError as error:
         raise ReportError(_one_line(str(error))) from None
 
@@ -95,7 +114,8 @@ def _one_line(message: str) -> str:
 
 def _unknown_field(value: Any, kind: Any, path: str) -> str | None:
     """The path of the first key in ``value`` that ``kind`` (a dataclass, TypedDict, or a container of them) does
-    not declare, or None. Free-form mappings (``details``, ``stack``, ``parameters``) are not looked into."""
+    not declare, or None. Free-form mappings (``details``, ``parameters``) are not looked into; the values of a
+    mapping of a declared kind (``stack.libraries``) are."""
     origin = get_origin(kind)
     if origin in (typing.Union, UnionType):
         options = [option for option in get_args(kind) if option is not NoneType]
@@ -105,6 +125,9 @@ def _unknown_field(value: Any, kind: Any, path: str) -> str | None:
     if origin in (tuple, list) and isinstance(value, list):
         item = get_args(kind)[0]
         return next((found for i, v in enumerate(value) if (found := _unknown_field(v, item, f"{path}[{i}]"))), None)
+    if origin in (Mapping, dict) and isinstance(value, dict):
+        item = get_args(kind)[1]
+        return next((found for k, v in value.items() if (found := _unknown_field(v, item, f"{path}.{k}"))), None)
     declared = _declared_fields(kind)
     if declared is None or not isinstance(value, dict):
         return None
@@ -119,9 +142,48 @@ def _unknown_field(value: Any, kind: Any, path: str) -> str | None:
 
 @functools.cache  # one resolution of the type hints per type, not one per object of a report
 def _declared_fields(kind: Any) -> Mapping[str, Any] | None:
+    """The fields of a dataclass or TypedDict by their JSON names, with their types; None for any other type."""
     if dataclasses.is_dataclass(kind) or is_typeddict(kind):
-        return get_type_hints(kind, include_extras=True)
+        hints = get_type_hints(kind, include_extras=True)
+        return {_json_names(kind).get(name, name): hint for name, hint in hints.items()}
     return None
+
+
+@functools.cache
+def _json_names(kind: Any) -> Mapping[str, str]:
+    """A dataclass's fields whose JSON key is no Python name (``from``), as field name -> JSON key."""
+    if not (dataclasses.is_dataclass(kind) and isinstance(kind, type)):
+        return {}
+    return {f.name: f.metadata["name"] for f in dataclasses.fields(kind) if "name" in f.metadata}
+
+
+@functools.cache
+def _holds_json_names(kind: Any) -> bool:
+    """Whether a value of ``kind`` can hold a dataclass with a renamed field (only those are walked by ``_renamed``)."""
+    if _json_names(kind):
+        return True
+    declared = _declared_fields(kind)
+    kinds = get_args(kind) if declared is None else tuple(declared.values())
+    return any(_holds_json_names(k) for k in kinds)
+
+
+def _renamed(value: Any, kind: Any) -> Any:
+    """JSON-shaped data with the JSON keys of renamed fields turned into the field names msgspec converts to."""
+    if not _holds_json_names(kind):
+        return value
+    origin = get_origin(kind)
+    if origin in (typing.Union, UnionType, Required, NotRequired):
+        options = [option for option in get_args(kind) if option is not NoneType]
+        return _renamed(value, options[0]) if value is not None and len(options) == 1 else value
+    if origin in (tuple, list) and isinstance(value, list):
+        return [_renamed(item, get_args(kind)[0]) for item in value]
+    if origin in (Mapping, dict) and isinstance(value, dict):
+        return {key: _renamed(item, get_args(kind)[1]) for key, item in value.items()}
+    declared = _declared_fields(kind)
+    if declared is None or not isinstance(value, dict):
+        return value
+    names = {json_key: name for name, json_key in _json_names(kind).items()}
+    return {names.get(key, key): _renamed(item, declared.get(key)) for key, item in value.items()}
 
 
 def schema() -> dict[str, Any]:
@@ -134,6 +196,11 @@ def schema() -> dict[str, Any]:
     for definition in definitions.values():
         if definition.get("type") == "object" and "properties" in definition:
             definition["additionalProperties"] = False
+    for kind in _renamed_kinds(Report):
+        definition = definitions[kind.__name__]
+        for name, json_key in _json_names(kind).items():
+            definition["properties"][json_key] = definition["properties"].pop(name)
+            definition["required"] = [json_key if r == name else r for r in definition.get("required", [])]
     report = definitions["Report"]
     report["properties"]["schema_version"] = {"const": SCHEMA_VERSION}
     return {
@@ -145,6 +212,16 @@ def schema() -> dict[str, Any]:
         ),
         **generated,
     }
+
+
+def _renamed_kinds(kind: Any) -> set[Any]:
+    """The dataclasses within ``kind`` that have a renamed field."""
+    if not _holds_json_names(kind):
+        return set()
+    declared = _declared_fields(kind)
+    inner = get_args(kind) if declared is None else tuple(declared.values())
+    own = {kind} if _json_names(kind) else set()
+    return own.union(*(_renamed_kinds(k) for k in inner))
 
 
 def schema_text() -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Report
-from gpudoctor.report.codec import ReportError
+from gpudoctor.report.codec import ReportError, decode, encode
 from gpudoctor.textfile import read_text
 
 MAX_REPORT_BYTES = 64 * 1024 * 1024
@@ -20,7 +20,7 @@ def read_report(path: Path) -> Report:
     is a GpuDoctorError naming the file and the first field that is wrong."""
     text = read_text(path, MAX_REPORT_BYTES)
     try:
-        return Report.from_dict(json.loads(text))
+        return decode(json.loads(text))
     except ReportError as error:
         raise GpuDoctorError(f"{path}: not a gpudoctor --json report ({error.message[:300]})") from None
     except (ValueError, RecursionError) as error:  # not JSON at all
@@ -44,7 +44,7 @@ class ReportFiles:
 
             atomic_write(self.junit, to_junit(report), mode=0o644)
         if self.json is not None:
-            atomic_write(self.json, json.dumps(report.to_dict(), indent=2) + "\n", mode=0o644)
+            atomic_write(self.json, json.dumps(encode(report), indent=2) + "\n", mode=0o644)
         if self.markdown is not None:
             from gpudoctor.report.text import to_markdown
 

@@ -6,21 +6,12 @@ Text from probes is untrusted: control characters are made visible, never sent t
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
 from gpudoctor.kernel.section import KernelTensorArg
 from gpudoctor.model import Environment, Outcome, ProbeResult, Report
 from gpudoctor.safetext import safe_text
+from gpudoctor.stackfacts import BuildFacts, StackFacts
 
-_MARKS = {
-    Outcome.PASS: "pass",
-    Outcome.FAIL: "FAIL",
-    Outcome.CRASH: "CRASH",
-    Outcome.TIMEOUT: "TIMEOUT",
-    Outcome.SKIPPED: "skipped",
-    Outcome.INTERRUPTED: "interrupted",
-}
 _TAIL_LINES = 30
 GITHUB_BODY_LIMIT = 65_536  # characters in a GitHub issue body
 _LINE_CHARS = 400  # a stderr line longer than this is cut (a minified blob is no help in an issue)
@@ -72,25 +63,23 @@ def environment_rows(environment: Environment) -> list[tuple[str, str]]:
     return rows
 
 
-def _toolchain_rows(stack: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _toolchain_rows(stack: StackFacts) -> list[tuple[str, str]]:
     """What building and loading GPU code would use, where the inventory found it (reports before it have none)."""
-    raw_build, raw_libraries = stack.get("build"), stack.get("libraries")
-    build: dict[str, Any] = raw_build if isinstance(raw_build, dict) else {}
-    libraries: dict[str, Any] = raw_libraries if isinstance(raw_libraries, dict) else {}
+    build, libraries = stack.build or BuildFacts(), stack.libraries or {}
     rows = []
-    if build.get("nvcc"):
-        host = build.get("host_compiler")
-        compiler = f"; host {host} {build.get('host_compiler_major')}" if host else ""
-        rows.append(("CUDA toolkit", f"nvcc {build.get('nvcc_cuda') or '?'} at {build['nvcc']}{compiler}"))
-    if build.get("triton_ptxas"):
-        blackwell = build.get("triton_ptxas_blackwell_cuda")
+    if build.nvcc:
+        host = build.host_compiler
+        compiler = f"; host {host} {build.host_compiler_major}" if host else ""
+        rows.append(("CUDA toolkit", f"nvcc {build.nvcc_cuda or '?'} at {build.nvcc}{compiler}"))
+    if build.triton_ptxas:
+        blackwell = build.triton_ptxas_blackwell_cuda
         extra = f" (ptxas-blackwell {blackwell})" if blackwell else ""
-        release = build.get("triton_ptxas_cuda") or "?"
-        rows.append(("Triton ptxas", f"CUDA {release}{extra} at {build['triton_ptxas']}"))
+        release = build.triton_ptxas_cuda or "?"
+        rows.append(("Triton ptxas", f"CUDA {release}{extra} at {build.triton_ptxas}"))
     for name in ("libcuda.so.1", "libnvrtc.so.12", "libnvrtc.so.13", "libnvJitLink.so.12", "libnvJitLink.so.13"):
         fact = libraries.get(name)
-        if isinstance(fact, dict) and fact.get("loader"):
-            rows.append((name, f"{fact['loader']} ({fact.get('via')})"))
+        if fact is not None and fact.loader:
+            rows.append((name, f"{fact.loader} ({fact.via})"))
     return rows
 
 
@@ -224,7 +213,7 @@ def where_it_died(result: ProbeResult) -> list[str]:
 
 
 def _problem_details_markdown(result: ProbeResult, tail_lines: int = _TAIL_LINES) -> list[str]:
-    lines = [f"### {result.id}: {_MARKS[result.outcome]}", "", safe_text(result.summary), ""]
+    lines = [f"### {result.id}: {result.outcome.word}", "", safe_text(result.summary), ""]
     lines += ["Reproduce:", "", _fence(result.command), ""]
     if result.native is not None or result.mapped_libraries:
         lines += ["Where it died:", "", _fence("\n".join(where_it_died(result))), ""]
@@ -268,7 +257,7 @@ def _markdown(report: Report, tail_lines: int) -> str:
     if report.results:
         lines += ["| probe | outcome | time | summary |", "| --- | --- | --- | --- |"]
         lines += [
-            f"| {_cell(r.id)} | {_MARKS[r.outcome]} | {r.duration_s:.1f} s | {_cell(r.summary)} |"
+            f"| {_cell(r.id)} | {r.outcome.word} | {r.duration_s:.1f} s | {_cell(r.summary)} |"
             for r in report.results
         ]
         lines.append("")
@@ -302,7 +291,7 @@ def to_text(report: Report) -> str:
         id_width = max(len(r.id) for r in report.results)
         for result in report.results:
             lines.append(
-                f"  {_MARKS[result.outcome]:<8} {result.id.ljust(id_width)}  {result.duration_s:6.1f} s  "
+                f"  {result.outcome.word:<8} {result.id.ljust(id_width)}  {result.duration_s:6.1f} s  "
                 f"{safe_text(result.summary)}"
             )
             if result.outcome.is_problem:
@@ -319,9 +308,11 @@ def to_text(report: Report) -> str:
             lines.append(f"    patch: {safe_text(finding.patch_note)}")
         if finding.patch_verified:
             lines += [f"    apply it here: {safe_text(line)}" for line in patch_commands(report, finding.patch or "")]
-    problems = sum(r.outcome.is_problem for r in report.results)
-    found = sum(f.severity == "problem" for f in report.findings)
-    lines += ["", f"  {len(report.results)} probe runs, {problems} with problems, {found} problem findings"]
+    lines += [
+        "",
+        f"  {len(report.results)} probe runs, {report.problem_runs} with problems, "
+        f"{report.problem_findings} problem findings",
+    ]
     if patched := [r.id for r in report.results if r.patched]:
         lines.append(f"  with a verified patch applied (the stack with the fix in, not as it is): {', '.join(patched)}")
     if report.interrupted:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from gpudoctor import __version__
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.model import Report
 from gpudoctor.process.cancel import CancelScope
 from gpudoctor.redact import redact_text
+from gpudoctor.report.codec import decode
 from gpudoctor.reproducer.bisect import BisectSearch, Transition, Verdict, Way, transitions, way_of
 from gpudoctor.reproducer.command import RUN_ID, Reproducer
 from gpudoctor.sweep.grid import Cell, CellResult, CellStatus
@@ -90,7 +90,7 @@ def _examined(cell_result: CellResult, envs_dir: Path, search: BisectSearch, ind
     report = None
     if cell_result.report is not None:
         try:
-            report = Report.from_dict(json.loads(read_text(envs_dir / cell_result.report, MAX_KEPT_BYTES)))
+            report = decode(json.loads(read_text(envs_dir / cell_result.report, MAX_KEPT_BYTES)))
         except (GpuDoctorError, ValueError, KeyError, TypeError):
             report = None
     way = way_of(report, cell_result.reason)

@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING
 
 from gpudoctor import __version__
 from gpudoctor.atomic import atomic_write
-from gpudoctor.doctor import DoctorOptions, diagnose
+from gpudoctor.doctor import DoctorOptions, default_jobs, diagnose
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Report
 from gpudoctor.process.cancel import Cancelled, CancelScope
+from gpudoctor.report.codec import decode, encode
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.sweep.envs import Built, EnvironmentBuilder
 from gpudoctor.sweep.grid import Cell, CellResult, CellStatus
@@ -41,8 +42,8 @@ class SweepOptions:
     envs_dir: Path
     matrix_dir: Path | None = None  # None: record nothing in the matrix
     only: tuple[str, ...] | None = None
-    parallel: int = 1  # cells examined at once
-    probe_jobs: int = 2  # probe processes at once inside each cell
+    parallel: int = 0  # cells examined at once (0: as the machine allows, see __post_init__)
+    probe_jobs: int = 0  # probe processes at once inside each cell (0: as the machine allows)
     timeout_s: float | None = None
     refresh: bool = False
     inherit: str | None = None  # an interpreter whose packages the cells may reuse (see EnvironmentBuilder)
@@ -52,6 +53,14 @@ class SweepOptions:
     reproducer: Reproducer | None = None  # `gpudoctor bisect`: the user's command in every cell (no matrix rows)
     find_links: tuple[Path, ...] = ()  # wheelhouses for uv (with offline: nothing from an index)
     offline: bool = False
+
+    def __post_init__(self) -> None:
+        """The defaults, resolved once where the options are made (a node of a Ray sweep keeps the driver's): cells
+        at once within the machine's CPU and memory (default_jobs counts both), one cell per four probe slots so that
+        one cell builds its environment (I/O) while others examine theirs (CPU); the slots shared among the cells."""
+        parallel = self.parallel or max(1, default_jobs() // 4)
+        object.__setattr__(self, "parallel", parallel)
+        object.__setattr__(self, "probe_jobs", self.probe_jobs or max(1, default_jobs() // parallel))
 
 
 @dataclass(frozen=True)
@@ -159,7 +168,7 @@ class Sweep:
         if report.interrupted:
             return CellResult(cell, CellStatus.INTERRUPTED, "stopped while examining", duration_s=_since(started))
         report_file = self._report_file(cell)
-        atomic_write(report_file, json.dumps(report.to_dict(), indent=2) + "\n")
+        atomic_write(report_file, json.dumps(encode(report), indent=2) + "\n")
         result = CellResult(
             cell,
             CellStatus.PROBLEM if report.exit_code else CellStatus.HEALTHY,
@@ -217,7 +226,7 @@ class Sweep:
         if report is None:
             try:
                 data = json.loads(read_text(self.options.envs_dir / result.report, MAX_KEPT_BYTES))
-                report = Report.from_dict(data)
+                report = decode(data)
             except (GpuDoctorError, ValueError, KeyError, TypeError):
                 return
         try:

@@ -34,6 +34,7 @@ from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Environment, ProbeResult, Report
 from gpudoctor.process.cancel import CancelScope
 from gpudoctor.process.session import ExitCode, Session
+from gpudoctor.report.codec import encode
 from gpudoctor.report.files import ReportFiles
 from gpudoctor.report.text import to_markdown, to_text
 from gpudoctor.suite.catalog import load_catalog, run_ids
@@ -258,9 +259,8 @@ class DoctorApp(App[int]):
             self.table.show_result(result)
         self.query_one("#findings", FindingsPane).show(report)
         self._show_matrix(report)
-        problems = sum(r.outcome.is_problem for r in report.results)
-        found = sum(f.severity == "problem" for f in report.findings)
-        self._say(f"done: {len(report.results)} runs, {problems} with problems, {found} problem findings")
+        counts = f"{report.problem_runs} with problems, {report.problem_findings} problem findings"
+        self._say(f"done: {len(report.results)} runs, {counts}")
         if (selected := self.selected_run_id()) is not None:
             self._show_details(selected)
 
@@ -379,7 +379,7 @@ class DoctorApp(App[int]):
         return path
 
     def action_export_json(self) -> None:
-        text = json.dumps(self.report.to_dict(), indent=2) + "\n" if self.report is not None else ""
+        text = json.dumps(encode(self.report), indent=2) + "\n" if self.report is not None else ""
         self._export("gpudoctor-report.json", text)
 
     def action_export_markdown(self) -> None:

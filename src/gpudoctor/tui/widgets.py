@@ -23,13 +23,13 @@ from gpudoctor.safetext import safe_text
 from gpudoctor.suite.schedule import PlannedRun
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
-OUTCOME_STYLES = {
-    Outcome.PASS: ("pass", "green"),
-    Outcome.FAIL: ("FAIL", "bold red"),
-    Outcome.CRASH: ("CRASH", "bold red"),
-    Outcome.TIMEOUT: ("TIMEOUT", "bold yellow"),
-    Outcome.SKIPPED: ("skipped", "dim"),
-    Outcome.INTERRUPTED: ("interrupted", "yellow"),
+OUTCOME_STYLES = {  # the colour of each outcome's word (Outcome.word)
+    Outcome.PASS: "green",
+    Outcome.FAIL: "bold red",
+    Outcome.CRASH: "bold red",
+    Outcome.TIMEOUT: "bold yellow",
+    Outcome.SKIPPED: "dim",
+    Outcome.INTERRUPTED: "yellow",
 }
 _NEAR_STYLES = {"row": "bold", "differs": "yellow", "changed": "yellow", "here": "italic", "heading": "bold"}
 STDERR_LINES = 40
@@ -93,8 +93,7 @@ class ProbeTable(DataTable[Text]):
                 return
             # `gpudoctor run`: the user's command is the one run, not planned from the catalog
             self.add_row(Text("-"), Text(""), plain(result.id), Text(""), plain(result.command), key=result.id)
-        mark, style = OUTCOME_STYLES[result.outcome]
-        self.update_cell(result.id, "status", Text(mark, style=style))
+        self.update_cell(result.id, "status", Text(result.outcome.word, style=OUTCOME_STYLES[result.outcome]))
         self.update_cell(result.id, "time", Text(f"{result.duration_s:5.1f} s"))
         self.update_cell(result.id, "summary", plain(result.summary))
 
@@ -113,8 +112,7 @@ def details_text(run_id: str, run: PlannedRun | None, result: ProbeResult | None
     if result is None:
         text.append(f"running for {time.monotonic() - since:.1f} s\n" if since else "queued\n")
         return text
-    mark, style = OUTCOME_STYLES[result.outcome]
-    text.append(mark, style=style)
+    text.append(result.outcome.word, style=OUTCOME_STYLES[result.outcome])
     text.append(f"  {result.duration_s:.1f} s" + (f"  {result.signal}" if result.signal else "") + "\n")
     text.append(safe_text(result.summary) + "\n")
     if (cost := cost_line(result)) is not None:
