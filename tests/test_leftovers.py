@@ -193,3 +193,28 @@ def test_a_run_cancelled_mid_way_ends_what_escaped_at_once() -> None:
     assert _with_marker(marker) == []
     with pytest.raises(Exception, match="stopped by the test"):
         ended.unless_cancelled()
+
+
+def test_ctrl_c_mid_bisect_leaves_nothing_running(tmp_path: Path) -> None:
+    marker = uuid.uuid4().hex
+    wheelhouse = tmp_path / "wheelhouse"
+    wheelhouse.mkdir()
+    for version in ("90.3.0", "90.4.0"):
+        tiny_wheel(wheelhouse, "max", version)
+    argv = ["bisect", "--max", "90.3..90.4", "--find-links", str(wheelhouse), "--offline", "--inherit", sys.executable,
+            "--envs", str(tmp_path / "envs"), "--no-debugger", "--json",
+            "--", "python", str(LEAVES), "hang", marker]  # fmt: skip
+    doctor = subprocess.Popen(
+        [sys.executable, "-m", "gpudoctor", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        _wait_for(lambda: len(_with_marker(marker)) == 3, 300)
+        os.killpg(doctor.pid, signal.SIGINT)
+        stdout, stderr = doctor.communicate(timeout=60)
+    finally:
+        if doctor.poll() is None:
+            doctor.kill()
+    assert doctor.returncode == 130, stderr
+    assert _with_marker(marker) == []
+    assert json.loads(stdout)["interrupted"]
