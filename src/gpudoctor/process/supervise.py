@@ -1,11 +1,11 @@
 """The one way gpudoctor runs a child process: ``supervise`` starts it in a session and process group of its own,
 owned by a cancel scope, with a deadline, bounded capture and watchers, and returns how it ended (``Ended``).
 
-Every child goes through here — probes (suite.runner), a user's command (reproducer.command), gdb, uv, questions put
-to another interpreter — so each gets the same guarantees: stdin closed; the exit status and what it cost from
-``wait4``; at the deadline a hook (a probe's thread dump, a command's gdb attach) before the group is killed;
-cancelling the scope kills the group at once; and when it ends, nothing of it is left running — what it left in
-its group or started outside it (setsid, a double fork) is found, ended and named (process.leftovers).
+Every child whose ending matters goes through here — probes (suite.runner), a user's command (reproducer.command),
+gdb, uv, questions put to another interpreter — so each gets the same guarantees: stdin closed; the exit status and
+what it cost from ``wait4``; at the deadline a hook (a probe's thread dump, a command's gdb attach) before the group
+is killed; cancelling the scope kills the group at once; and when it ends, nothing of it is left running — what it
+left in its group or started outside it (setsid, a double fork) is found, ended and named (process.leftovers).
 """
 
 from __future__ import annotations
