@@ -20,7 +20,7 @@ import pytest
 from conftest import ROOT, run_cli, tiny_wheel, validate_report
 
 from gpudoctor.process.cancel import CancelScope
-from gpudoctor.process.leftovers import RUN_TOKEN_ENV
+from gpudoctor.process.leftovers import RUN_TOKEN_ENV, marked
 from gpudoctor.process.supervise import supervise
 from gpudoctor.reproducer.command import LEFT_RUNNING_DETAIL, LEFT_RUNNING_ISSUE
 
@@ -171,13 +171,34 @@ def test_runs_at_once_end_only_their_own_leftovers() -> None:
     assert _with_marker(second) == []
 
 
-def test_each_run_carries_a_token_of_its_own() -> None:
+def test_each_run_carries_a_token_of_its_own_and_a_run_inside_a_run_carries_both(tmp_path: Path) -> None:
     scope = CancelScope()
     printed = [supervise([sys.executable, "-c", f"import os; print(os.environ[{RUN_TOKEN_ENV!r}])"], scope, 60)
                for _ in range(2)]  # fmt: skip
     tokens = {p.stdout.data.strip() for p in printed}
     assert len(tokens) == 2 and all(len(t) == 32 for t in tokens)
     assert RUN_TOKEN_ENV not in os.environ
+    assert marked({RUN_TOKEN_ENV: "outer"}, "inner")[RUN_TOKEN_ENV] == "outer:inner"
+    # A program that supervises a run of its own (gpudoctor under `gpudoctor run`), killed at its deadline: the
+    # inner run's child is in a session of its own and its daemon in another, yet the outer run ends both.
+    marker = uuid.uuid4().hex
+    inner = [*_leave_a_daemon(marker)[:2], _leave_a_daemon(marker)[2] + "; time.sleep(600)"]
+    outer = (
+        f"import sys; sys.path.insert(0, {str(ROOT / 'src')!r}); "
+        "from gpudoctor.process.cancel import CancelScope; from gpudoctor.process.supervise import supervise; "
+        f"supervise({inner!r}, CancelScope(), 600)"
+    )
+    ended = supervise([sys.executable, "-c", outer], scope, 3)
+    assert ended.timed_out and _with_marker(marker) == []
+    assert len(ended.left_running) == 2, ended.left_running
+    assert not any(Path(f"/proc/{p.pid}").exists() and _alive(p.pid) for p in ended.left_running)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_a_run_cancelled_mid_way_ends_what_escaped_at_once() -> None:

@@ -28,7 +28,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,12 +87,21 @@ def _processes() -> list[RunningProcess]:
     return [stat for pid in pids if (stat := _stat(pid)) is not None]
 
 
-def _carries(pid: int, needle: bytes) -> bool:
+def _carries(pid: int, token: str) -> bool:
     try:
         environ = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:  # another user's process, or one already gone
         return False
-    return environ.startswith(needle) or b"\0" + needle in environ
+    prefix = f"{RUN_TOKEN_ENV}=".encode()
+    value = next((entry[len(prefix) :] for entry in environ.split(b"\0") if entry.startswith(prefix)), b"")
+    return token.encode() in value.split(b":")
+
+
+def marked(env: Mapping[str, str], token: str) -> dict[str, str]:
+    """``env`` with ``token`` added to the run tokens it carries: a run inside a run (gpudoctor under `gpudoctor
+    run`) carries both, so the outer run's end finds the inner one's processes too."""
+    outer = env.get(RUN_TOKEN_ENV)
+    return {**env, RUN_TOKEN_ENV: f"{outer}:{token}" if outer else token}
 
 
 def describe(stat: RunningProcess) -> LeftProcess:
@@ -107,39 +116,73 @@ def describe(stat: RunningProcess) -> LeftProcess:
 
 _subreaper_lock = threading.Lock()
 _subreaper_runs = 0
+_is_subreaper = False  # the call succeeded: every process a run starts stays a descendant of gpudoctor
 
 
-def _set_subreaper(on: bool) -> None:
+def _set_subreaper(on: bool) -> bool:
     if not sys.platform.startswith("linux"):  # no such call elsewhere: escaped processes are still found and ended
-        return
-    with contextlib.suppress(OSError, AttributeError):  # the C library of this process, where prctl lives
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
+        return False
+    try:  # the C library of this process, where prctl lives
+        return bool(ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0 and on)
+    except (OSError, AttributeError):
+        return False
 
 
 @contextlib.contextmanager
 def subreaper() -> Iterator[None]:
     """gpudoctor is a child subreaper while at least one run lasts (see the module docstring for why); not after,
     so that what other code starts and leaves behind goes to init as usual."""
-    global _subreaper_runs
+    global _subreaper_runs, _is_subreaper
     with _subreaper_lock:
         _subreaper_runs += 1
         if _subreaper_runs == 1:
-            _set_subreaper(True)
+            _is_subreaper = _set_subreaper(True)
     try:
         yield
     finally:
         with _subreaper_lock:
             _subreaper_runs -= 1
             if _subreaper_runs == 0:
-                _set_subreaper(False)
+                _is_subreaper = _set_subreaper(False)
+
+
+def _children(pid: int) -> list[int] | None:
+    """The children of ``pid`` (of each of its threads); None where the kernel does not list them."""
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            try:
+                found += [int(child) for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+            except FileNotFoundError:
+                return None
+            except (OSError, ValueError):
+                continue
+    return found
+
+
+def _family() -> list[RunningProcess]:
+    """The processes a run's can be among: gpudoctor's descendants while it is a subreaper (nothing a run starts
+    can leave them then), else every process."""
+    if not _is_subreaper:
+        return _processes()
+    found: list[RunningProcess] = []
+    stack = [os.getpid()]
+    while stack:
+        children = _children(stack.pop())
+        if children is None:
+            return _processes()
+        for child in children:
+            if (stat := _stat(child)) is not None:
+                found.append(stat)
+                stack.append(child)
+    return found
 
 
 def find_left(token: str) -> list[RunningProcess]:
     """Every live process of the run with ``token``: those carrying it, and their descendants whatever their
     environment."""
-    needle = f"{RUN_TOKEN_ENV}={token}".encode()
-    everyone = [p for p in _processes() if p.alive and p.pid != os.getpid()]
-    found = {p.pid for p in everyone if _carries(p.pid, needle)}
+    everyone = [p for p in _family() if p.alive and p.pid != os.getpid()]
+    found = {p.pid for p in everyone if _carries(p.pid, token)}
     children: dict[int, list[int]] = {}
     for process in everyone:
         children.setdefault(process.ppid, []).append(process.pid)
@@ -204,7 +247,7 @@ def reap(pgid: int, ended: Sequence[RunningProcess]) -> None:
     deadline = time.monotonic() + _SETTLE_S
     while True:
         pending = False
-        for process in _processes():
+        for process in _family():
             if (process.pid, process.started) not in wanted and (process.pgrp != pgid or process.pid == pgid):
                 continue
             if not process.alive and process.ppid == me:

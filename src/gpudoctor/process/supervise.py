@@ -22,11 +22,11 @@ from typing import Protocol
 from gpudoctor.process.cancel import Cancelled, CancelScope, kill_group
 from gpudoctor.process.capture import Tail, TailReader
 from gpudoctor.process.leftovers import (
-    RUN_TOKEN_ENV,
     LeftProcess,
     describe,
     end,
     find_left,
+    marked,
     reap,
     still_running,
     subreaper,
@@ -119,7 +119,7 @@ def supervise(
     if scope.cancelled:
         raise Cancelled(scope.reason or "cancelled")
     token = uuid.uuid4().hex
-    child_env = {**(os.environ if env is None else env), RUN_TOKEN_ENV: token}
+    child_env = marked(os.environ if env is None else env, token)
     with subreaper():
         started = time.monotonic()
         process = subprocess.Popen(
