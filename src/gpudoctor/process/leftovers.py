@@ -9,7 +9,8 @@ cells) never end each other's processes, and processes gpudoctor starts outside 
 Why gpudoctor becomes a child subreaper while a run lasts (``prctl(PR_SET_CHILD_SUBREAPER)``, Linux 3.4+): what
 escapes the group is re-parented to gpudoctor instead of init, so its pid stays gpudoctor's until gpudoctor reaps
 it — the end of the run signals and reaps exactly the processes it found, without racing a reused pid — and a
-process tree that leaves the run cannot leave gpudoctor's. Where there is no such call (another system, a
+process tree that leaves the run cannot leave gpudoctor's, so the search reads gpudoctor's descendants only (a few
+/proc files, not every process on the machine). Where there is no such call (another system, a
 seccomp-confined container) finding and ending still work through /proc; only the reaping is init's. Where there
 is no /proc, nothing is found.
 

@@ -148,7 +148,7 @@ def supervise(
             if not reaper.done.is_set():
                 kill_group(process.pid)
                 reaper.done.wait()
-            left = _end_what_is_left(token, process.pid, cut_short=timed_out or scope.cancelled)
+            left = _end_what_is_left(token, process.pid, with_it=timed_out or scope.cancelled, at_once=scope.cancelled)
             for thread in [*readers, *watching]:
                 thread.join(timeout=5)
     return Ended(
@@ -158,17 +158,17 @@ def supervise(
     )  # fmt: skip
 
 
-def _end_what_is_left(token: str, pgid: int, *, cut_short: bool) -> tuple[LeftProcess, ...]:
+def _end_what_is_left(token: str, pgid: int, *, with_it: bool, at_once: bool) -> tuple[LeftProcess, ...]:
     """End and reap what the run left running, and name it. After a program ended by itself, what still runs a
-    moment later is what it left (a helper that sees its pipe close and exits was not left); after a timeout or a
-    stop its group was killed with it (those ran with it, they were not left), so only what had left the group is
-    named, and it is killed at once, without the grace."""
+    moment later is what it left (a helper that sees its pipe close and exits was not left). When its group was
+    killed with it (``with_it``: a timeout, a stop), the group's members ran with it and were not left: only what
+    had left the group is named. A stop (``at_once``) ends it all without the grace."""
     found = find_left(token)
-    if found and not cut_short:
+    if found and not with_it:
         found = still_running(found, LINGER_S)
-    named = {p.pid: describe(p) for p in found if not (cut_short and p.pgrp == pgid)}
+    named = {p.pid: describe(p) for p in found if not (with_it and p.pgrp == pgid)}
     kill_group(pgid)  # what it left in its group goes at once, even with its environment cleared
-    ended, grace = list(found), 0.0 if cut_short else LEFT_GRACE_S
+    ended, grace = list(found), 0.0 if at_once else LEFT_GRACE_S
     for _ in range(_ROUNDS):  # what is being ended may start more: look again
         if not found:
             break
