@@ -5,6 +5,7 @@ never end each other's processes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -239,3 +240,28 @@ def test_ctrl_c_mid_bisect_leaves_nothing_running(tmp_path: Path) -> None:
     assert doctor.returncode == 130, stderr
     assert _with_marker(marker) == []
     assert json.loads(stdout)["interrupted"]
+
+
+def _zombie_children() -> set[int]:
+    zombies = set()
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, IndexError):
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if entry.name.isdigit() and fields[0] == "Z" and int(fields[1]) == os.getpid():
+                zombies.add(int(entry.name))
+    return zombies
+
+
+def test_what_escaped_and_ended_by_itself_during_the_run_is_reaped_too() -> None:
+    """gpudoctor is the subreaper of what escapes a run: a helper that escapes and exits by itself while the run
+    lasts becomes gpudoctor's child; it is reaped, not left a zombie."""
+    before = _zombie_children()
+    code = ("import subprocess, sys, time; "
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(0.5)'], start_new_session=True); "
+            "time.sleep(0.1)")  # fmt: skip
+    # the program's child starts the helper in a session of its own and exits: the helper is re-parented to
+    # gpudoctor, then exits while the program still sleeps
+    program = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {code!r}]); time.sleep(3)"
+    ended = supervise([sys.executable, "-c", program], CancelScope(), 60)
+    assert ended.returncode == 0 and ended.left_running == ()
+    assert _zombie_children() - before == set()

@@ -14,9 +14,11 @@ process tree that leaves the run cannot leave gpudoctor's, so the search reads g
 seccomp-confined container) finding and ending still work through /proc; only the reaping is init's. Where there
 is no /proc, nothing is found.
 
-What is not caught: a process that clears its environment and is not a descendant of one that kept it, and one
-that escapes and exits by itself before the run ends (its zombie stays gpudoctor's until gpudoctor exits: it
-cannot be told from another thread's child that a subprocess object will wait for).
+While a run lasts, its processes are looked at every TRACK_EVERY_S (``Tracker``), so that one which escapes and
+exits by itself before the run ends is reaped at the end too. What is not caught: a process that clears its
+environment and is not a descendant of one that kept it, and one that escapes and exits between two looks (its
+zombie stays gpudoctor's until gpudoctor exits: it cannot be told from another thread's child that a subprocess
+object will wait for).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ COMMAND_LIMIT = 200  # characters of a left process's command line kept in its d
 _PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 _SETTLE_S = 5.0  # how long ending and reaping may take once SIGKILL has been sent
 _POLL_S = 0.02
+TRACK_EVERY_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -259,3 +262,17 @@ def reap(pgid: int, ended: Sequence[RunningProcess]) -> None:
         if not pending or time.monotonic() > deadline:
             return
         time.sleep(_POLL_S)
+
+
+class Tracker:
+    """Remembers every process of a run seen while it lasts (a watcher of process.supervise), so that what exited
+    by itself before the end, and became gpudoctor's zombie, is known to be the run's and reaped."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.seen: dict[tuple[int, int], RunningProcess] = {}
+
+    def watch(self, pid: int, stop: threading.Event) -> None:
+        while _is_subreaper and not stop.wait(TRACK_EVERY_S):  # elsewhere init reaps them
+            for process in find_left(self.token):
+                self.seen.setdefault((process.pid, process.started), process)

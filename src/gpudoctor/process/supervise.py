@@ -23,6 +23,7 @@ from gpudoctor.process.cancel import Cancelled, CancelScope, kill_group
 from gpudoctor.process.capture import Tail, TailReader
 from gpudoctor.process.leftovers import (
     LeftProcess,
+    Tracker,
     describe,
     end,
     find_left,
@@ -130,7 +131,9 @@ def supervise(
         readers = [TailReader(process.stdout, stdout_limit or capture_limit), TailReader(process.stderr, capture_limit)]
         reaper = _Reaper(process)
         stop = threading.Event()
-        watching = [threading.Thread(target=w.watch, args=(process.pid, stop), daemon=True) for w in watchers]
+        tracker = Tracker(token)
+        watching = [threading.Thread(target=w.watch, args=(process.pid, stop), daemon=True)
+                    for w in (*watchers, tracker)]  # fmt: skip
         for thread in [*readers, reaper, *watching]:
             thread.start()
         timed_out = False
@@ -148,7 +151,9 @@ def supervise(
             if not reaper.done.is_set():
                 kill_group(process.pid)
                 reaper.done.wait()
-            left = _end_what_is_left(token, process.pid, with_it=timed_out or scope.cancelled, at_once=scope.cancelled)
+            left = _end_what_is_left(
+                tracker, process.pid, with_it=timed_out or scope.cancelled, at_once=scope.cancelled
+            )
             for thread in [*readers, *watching]:
                 thread.join(timeout=5)
     return Ended(
@@ -158,11 +163,12 @@ def supervise(
     )  # fmt: skip
 
 
-def _end_what_is_left(token: str, pgid: int, *, with_it: bool, at_once: bool) -> tuple[LeftProcess, ...]:
+def _end_what_is_left(tracker: Tracker, pgid: int, *, with_it: bool, at_once: bool) -> tuple[LeftProcess, ...]:
     """End and reap what the run left running, and name it. After a program ended by itself, what still runs a
     moment later is what it left (a helper that sees its pipe close and exits was not left). When its group was
     killed with it (``with_it``: a timeout, a stop), the group's members ran with it and were not left: only what
     had left the group is named. A stop (``at_once``) ends it all without the grace."""
+    token = tracker.token
     found = find_left(token)
     if found and not with_it:
         found = still_running(found, LINGER_S)
@@ -177,5 +183,5 @@ def _end_what_is_left(token: str, pgid: int, *, with_it: bool, at_once: bool) ->
         found, grace = [p for p in find_left(token) if (p.pid, p.started) not in seen], 0.0
         named.update((p.pid, describe(p)) for p in found if p.pgrp != pgid)
         ended += found
-    reap(pgid, ended)
+    reap(pgid, [*ended, *tracker.seen.values()])
     return tuple(named.values())
