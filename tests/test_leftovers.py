@@ -152,22 +152,22 @@ def _leave_a_daemon(marker: str) -> list[str]:
 
 def test_runs_at_once_end_only_their_own_leftovers() -> None:
     """Two runs at once, as --jobs and a sweep's cells run them: the one that ends first ends its own daemon and not
-    the other's, which is still running; the other's end ends that one."""
+    the other's, which is still running; the other's end (here: a stop) ends that one."""
     first, second = uuid.uuid4().hex, uuid.uuid4().hex
-    scope = CancelScope()
+    long_scope = CancelScope()
     ended: dict[str, Any] = {}
-    long_run = threading.Thread(
-        target=lambda: ended.setdefault(
-            "long", supervise([*_leave_a_daemon(second)[:2], _leave_a_daemon(second)[2] + "; time.sleep(4)"], scope, 60)
-        )
-    )
+    long_argv = [*_leave_a_daemon(second)[:2], _leave_a_daemon(second)[2] + "; time.sleep(600)"]
+    long_run = threading.Thread(target=lambda: ended.setdefault("long", supervise(long_argv, long_scope, 600)))
     long_run.start()
-    _wait_for(lambda: len(_with_marker(second)) == 1)
-    short = supervise(_leave_a_daemon(first), scope, 60)
-    assert [p.command.split()[-1] for p in short.left_running] == [first]
-    assert _with_marker(first) == []
-    assert len(_with_marker(second)) == 1  # the other run's daemon lives on while its run lasts
-    long_run.join(timeout=60)
+    try:
+        _wait_for(lambda: len(_with_marker(second)) == 1)
+        short = supervise(_leave_a_daemon(first), CancelScope(), 60)
+        assert [p.command.split()[-1] for p in short.left_running] == [first]
+        assert _with_marker(first) == []
+        assert len(_with_marker(second)) == 1  # the other run's daemon lives on while its run lasts
+    finally:
+        long_scope.cancel("the test is done")
+        long_run.join(timeout=60)
     assert [p.command.split()[-1] for p in ended["long"].left_running] == [second]
     assert _with_marker(second) == []
 
