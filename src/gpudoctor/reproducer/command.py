@@ -267,7 +267,7 @@ def left_running_finding(result: ProbeResult) -> Finding | None:
         explanation="When your command ended, processes it had started were still running: left in its process "
         "group, or started outside it (setsid, a double fork, a daemon). Run by hand, they would outlive the "
         "command, holding GPU memory, files or ports and changing what the next run sees. gpudoctor ended "
-        f"{them} (SIGTERM, then SIGKILL), so nothing of this run is left running.",
+        f"{them} when the run ended (SIGTERM, then SIGKILL where needed), so nothing of this run is left running.",
         fix="Have the program wait for or stop what it starts before it exits (Popen.wait or terminate in a "
         "finally, join its worker processes, a context manager); start a service it means to leave running "
         "outside the reproducer.",
