@@ -1,6 +1,17 @@
-"""Parsing of what dead processes leave behind: signal names, faulthandler dumps, tracebacks."""
+"""Parsing of what dead processes leave behind: signal names, faulthandler dumps, tracebacks, and the rules every
+run's ending shares (classify_ending)."""
 
-from gpudoctor.process.endings import fatal_error, faulthandler_frames, signal_name, traceback_tail
+from pathlib import Path
+
+from gpudoctor.model import Outcome
+from gpudoctor.process.endings import (
+    LAST_LINE_LIMIT,
+    classify_ending,
+    fatal_error,
+    faulthandler_frames,
+    signal_name,
+    traceback_tail,
+)
 
 # Shaped like seed 000's log: the crash in a worker thread of MAX while the main thread waits.
 SEED_000_DUMP = """\
@@ -77,3 +88,38 @@ AttributeError: module 'torch' has no attribute 'float8_e8m0fnu'
     assert message == "module 'torch' has no attribute 'float8_e8m0fnu'"
     assert [f.file for f in frames] == ["/site/max/torch/__init__.py", "/p/probe.py"]
     assert traceback_tail("nothing here") == (None, None, ())
+
+
+def test_a_death_by_signal_is_a_crash_with_its_headline_and_every_threads_frames() -> None:
+    ending = classify_ending(-11, False, SEED_000_DUMP)
+    assert ending.outcome is Outcome.CRASH and ending.signal == "SIGSEGV" and ending.headline == "Segmentation fault"
+    assert {f.thread for f in ending.dumped} == {"0x00007f3a2effd640", "current"}
+    assert ending.killed("during 'execute op'") == "killed by SIGSEGV during 'execute op' (Segmentation fault)"
+    assert ending.killed("", "SIGABRT") == "killed by SIGABRT (Segmentation fault)"
+    assert classify_ending(-9, False, "").killed() == "killed by SIGKILL"
+
+
+def test_a_timeout_wins_over_the_status_and_keeps_the_dump() -> None:
+    ending = classify_ending(-6, True, SEED_000_DUMP)
+    assert ending.outcome is Outcome.TIMEOUT and len(ending.dumped) == 6
+
+
+def test_an_exit_says_the_exception_or_else_the_last_line_cut_short() -> None:
+    raised = classify_ending(1, False, 'Traceback (most recent call last):\n  File "/w/x.py", line 3, in <module>\n'
+                             "RuntimeError: wrong result\n")  # fmt: skip
+    assert raised.outcome is Outcome.FAIL and raised.exception_type == "RuntimeError"
+    assert raised.exited() == "exited with status 1: RuntimeError: wrong result"
+    assert [(f.file, f.line, f.function) for f in raised.traceback] == [("/w/x.py", 3, "<module>")]
+    said = classify_ending(3, False, "first\n" + "x" * 1000 + "\n\n  \n")
+    assert said.last_line == "x" * LAST_LINE_LIMIT
+    assert said.exited(" without a result") == f"exited with status 3 without a result: {said.last_line}"
+    assert classify_ending(2, False, "").exited() == "exited with status 2"
+    assert classify_ending(0, False, "").outcome is Outcome.PASS
+
+
+def test_frames_are_redacted() -> None:
+    home = str(Path.home())
+    thread = "Current thread 0x1 (most recent call first):"
+    dump = f'Fatal Python error: Aborted\n\n{thread}\n  File "{home}/r.py", line 1 in f\n'
+    (frame,) = classify_ending(-6, False, dump).dumped
+    assert frame.file == "~/r.py" and frame.thread == "current"

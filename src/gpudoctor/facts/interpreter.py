@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.process.cancel import CancelScope, run_owned
+from gpudoctor.process.cancel import CancelScope
+from gpudoctor.process.supervise import supervise
 from gpudoctor.redact import redact_text
 
 ANSWER_LIMIT = 4 * 1024 * 1024  # the answer is the last line; more than this is not an answer
@@ -53,18 +54,14 @@ def ask(python: str, source: str, *args: str, cancel: CancelScope | None = None)
     """
     owner = cancel if cancel is not None else CancelScope()
     try:
-        ran = run_owned(
-            [python, "-c", source, *args],
-            owner,
-            ANSWER_TIMEOUT_S,
-            stdout_limit=ANSWER_LIMIT,
-            stderr_limit=64 * 1024,
-        )
+        ran = supervise(
+            [python, "-c", source, *args], owner, ANSWER_TIMEOUT_S, capture_limit=64 * 1024, stdout_limit=ANSWER_LIMIT
+        ).unless_cancelled()
     except OSError as error:
         raise GpuDoctorError(f"--python {python}: cannot run it: {error.strerror or error}", hint=HINT) from error
-    returncode, stdout, stderr = ran.returncode, ran.stdout.decode("utf-8", "replace"), ran.stderr
+    returncode, stdout, stderr = ran.returncode, ran.stdout.data.decode("utf-8", "replace"), ran.stderr.text()
     name = redact_text(python)
-    if returncode is None:
+    if ran.timed_out:
         raise GpuDoctorError(f"--python {name}: no answer within {ANSWER_TIMEOUT_S:g} s", hint=HINT)
     if returncode != 0:
         said = stderr.strip().splitlines()[-1] if stderr.strip() else stdout.strip()

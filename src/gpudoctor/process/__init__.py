@@ -1,2 +1,2 @@
-"""Child processes under control: one cancellation scope, the stop policy, bounded capture
-and how a process ended."""
+"""Child processes under control: one supervisor (own group, deadline, bounded capture, nothing left running), one
+cancellation scope, the stop policy, and how a process ended."""

@@ -3,6 +3,7 @@
 A session has one root scope; every probe run gets a child of it. Cancelling a scope kills the process
 group of every run under it at once, from whichever thread (or signal handler) cancels, so the TUI's quit,
 the CLI's SIGINT/SIGTERM and a failed prerequisite all stop probes the same way and without polling.
+The children themselves are started by process.supervise, which also ends what left their groups when a run ends.
 """
 
 from __future__ import annotations
@@ -10,11 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterator
 
 from gpudoctor.errors import GpuDoctorError
 
@@ -97,59 +95,3 @@ class CancelScope:
         finally:
             with self._lock:
                 self._groups.discard(pgid)
-
-
-def start_in_own_group(argv: Sequence[str], **popen: Any) -> subprocess.Popen[bytes]:
-    """Start a child in a session and process group of its own (its pid is the group id), stdin closed: what
-    it starts in turn dies with it when the group is killed. Every child gpudoctor runs starts here."""
-    return subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, start_new_session=True, **popen)
-
-
-@dataclass(frozen=True)
-class OwnedRun:
-    """How a child run by ``run_owned`` ended: its status (None when it did not end in time) and the tails of
-    what it printed."""
-
-    returncode: int | None
-    stdout: bytes
-    stderr: str
-
-
-def run_owned(
-    argv: Sequence[str],
-    scope: CancelScope,
-    timeout_s: float,
-    *,
-    env: Mapping[str, str] | None = None,
-    cwd: str | None = None,
-    stdout_limit: int = 1024 * 1024,
-    stderr_limit: int = 1024 * 1024,
-) -> OwnedRun:
-    """Run a command in its own process group, owned by ``scope``, with a time limit and bounded capture; the
-    group is killed when it ends (in time or not), so nothing it started outlives it. Cancelling ``scope`` kills
-    it at once and raises Cancelled; so does a scope cancelled before it starts."""
-    from gpudoctor.process.capture import TailReader
-
-    if scope.cancelled:
-        raise Cancelled(scope.reason or "cancelled")
-    process = start_in_own_group(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=None if env is None else dict(env), cwd=cwd
-    )
-    assert process.stdout is not None and process.stderr is not None
-    readers = [TailReader(process.stdout, stdout_limit), TailReader(process.stderr, stderr_limit)]
-    for reader in readers:
-        reader.start()
-    try:
-        with scope.owning(process.pid):
-            try:
-                returncode: int | None = process.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                returncode = None
-    finally:  # also on KeyboardInterrupt: nothing it started outlives it
-        kill_group(process.pid)
-        process.wait()
-        for reader in readers:
-            reader.join(timeout=5)
-    if scope.cancelled:
-        raise Cancelled(scope.reason or "cancelled")
-    return OwnedRun(returncode, readers[0].data(), readers[1].text())

@@ -1,7 +1,7 @@
 """Bounded capture of a child process's output: drain a pipe to its end, keep only its last bytes.
 
-Used for probes and for every question put to another interpreter, so a chatty or hostile child can neither
-block on a full pipe nor fill the doctor's memory.
+Used for every child the supervisor runs (probes, users' commands, questions put to another interpreter), so a
+chatty or hostile child can neither block on a full pipe nor fill the doctor's memory.
 """
 
 from __future__ import annotations
@@ -9,7 +9,24 @@ from __future__ import annotations
 import collections
 import os
 import threading
+from dataclasses import dataclass
 from typing import IO
+
+
+@dataclass(frozen=True)
+class Tail:
+    """The last bytes of a stream, and how many it had in all."""
+
+    data: bytes = b""
+    total: int = 0
+
+    def text(self) -> str:
+        """The tail as text, with a note of how much came before it when some was dropped."""
+        # Children may print anything, invalid UTF-8 included; keep it readable rather than fail.
+        text = self.data.decode("utf-8", errors="replace")
+        if self.total > len(self.data):
+            text = f"[... {self.total - len(self.data)} earlier bytes dropped ...]\n" + text
+        return text
 
 
 class TailReader(threading.Thread):
@@ -36,13 +53,5 @@ class TailReader(threading.Thread):
         finally:
             self._stream.close()
 
-    def data(self) -> bytes:
-        return b"".join(self._chunks)[-self._limit :]
-
-    def text(self) -> str:
-        data = self.data()
-        # Children may print anything, invalid UTF-8 included; keep it readable rather than fail.
-        text = data.decode("utf-8", errors="replace")
-        if self.total > len(data):
-            text = f"[... {self.total - len(data)} earlier bytes dropped ...]\n" + text
-        return text
+    def tail(self) -> Tail:
+        return Tail(b"".join(self._chunks)[-self._limit :], self.total)

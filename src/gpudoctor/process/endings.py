@@ -1,4 +1,5 @@
-"""Turn what a dead probe left behind into data: signal names, faulthandler frames, traceback tails.
+"""Turn what a dead child left behind into data: signal names, faulthandler frames, traceback tails, and
+``classify_ending``, the rules every run's ending shares (a probe's, a user's command's).
 
 Pure functions over exit codes and captured text, so they are tested without running anything.
 """
@@ -7,8 +8,10 @@ from __future__ import annotations
 
 import re
 import signal
+from dataclasses import dataclass
 
-from gpudoctor.model import Frame
+from gpudoctor.model import Frame, Outcome
+from gpudoctor.redact import redact_text
 
 _THREAD_HEADER = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)[^\n]*\(most recent call first\):\s*$")
 _FAULT_FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<function>.+?)\s*$')
@@ -87,3 +90,66 @@ def traceback_tail(stderr: str) -> tuple[str | None, str | None, tuple[Frame, ..
         if exception:
             exc_type, message = exception.group("type"), exception.group("message")
     return exc_type, message, tuple(reversed(frames))
+
+
+LAST_LINE_LIMIT = 300  # characters of stderr's last line a summary quotes
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How a child ended by the rules every run shares: a timeout, a death by signal (a crash), status 0 or another
+    status; with what its stderr says (faulthandler's headline and frames, the last traceback, the last line),
+    redacted. A kind of run adds its own reading on top: a probe its side channel, a command its children's
+    signals. Frames are redacted; texts are not yet (a summary made of them is redacted as a whole)."""
+
+    outcome: Outcome  # TIMEOUT, CRASH, PASS or FAIL
+    returncode: int
+    signal: str | None  # "SIGSEGV" when it was killed by a signal
+    headline: str | None  # faulthandler's "Fatal Python error: ..." headline
+    dumped: tuple[Frame, ...]  # faulthandler's frames of every thread (a crash's, or the dump before a kill)
+    exception_type: str | None  # of the last traceback on stderr
+    message: str | None
+    traceback: tuple[Frame, ...]  # that traceback's frames, innermost first
+    last_line: str | None  # stderr's last line that is not blank, cut at LAST_LINE_LIMIT
+
+    def killed(self, where: str = "", name: str | None = None) -> str:
+        """The summary of a death by signal: killed by SIGSEGV <where> (<headline>); ``name`` for a signal read
+        otherwise (a child's)."""
+        parts = (f"killed by {name or self.signal}", where, f"({self.headline})" if self.headline else "")
+        return " ".join(p for p in parts if p)
+
+    def exited(self, context: str = "") -> str:
+        """The summary of an exit: exited with status N: Exc: message, or else exited with status N<context>: <the
+        last line>."""
+        if self.exception_type:
+            return f"exited with status {self.returncode}: {self.exception_type}: {self.message or ''}".rstrip(": ")
+        said = f": {self.last_line}" if self.last_line else ""
+        return f"exited with status {self.returncode}{context}{said}"
+
+
+def redacted(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
+    """Frames with private paths taken out of their file names."""
+    return tuple(Frame(redact_text(f.file), f.line, f.function, f.thread) for f in frames)
+
+
+def classify_ending(returncode: int, timed_out: bool, stderr: str) -> Ending:
+    """Read an ending by the shared rules (see Ending)."""
+    exception_type, message, traceback = traceback_tail(stderr)
+    last_line = next((line.strip() for line in reversed(stderr.splitlines()) if line.strip()), None)
+    if timed_out:
+        outcome = Outcome.TIMEOUT
+    elif returncode < 0:
+        outcome = Outcome.CRASH
+    else:
+        outcome = Outcome.PASS if returncode == 0 else Outcome.FAIL
+    return Ending(
+        outcome=outcome,
+        returncode=returncode,
+        signal=signal_name(-returncode) if returncode < 0 else None,
+        headline=fatal_error(stderr),
+        dumped=redacted(faulthandler_frames(stderr)),
+        exception_type=exception_type,
+        message=message,
+        traceback=redacted(traceback),
+        last_line=last_line[:LAST_LINE_LIMIT] if last_line else None,
+    )

@@ -2,9 +2,10 @@
 ProbeResult — pass, fail, crash (the signal, the Python frames of every thread, native frames under gdb, the
 libraries it had mapped) or timeout (every thread's stack, native and Python, taken before the kill).
 
-Own process group (its children go with it), stdin closed, the session's cancellation scope, a time limit, bounded
-capture, faulthandler on through the environment, and the libraries mapped in the group read from /proc while it
-runs. Nothing the command does raises here.
+The supervisor (process.supervise) runs it: own process group, stdin closed, the session's cancellation scope, a time
+limit, bounded capture, and what it leaves running (in its group or escaped from it) ended and named; here come
+faulthandler on through the environment, the libraries mapped in the group read from /proc while it runs, and the
+stacks taken at the deadline. Nothing the command does raises here.
 """
 
 from __future__ import annotations
@@ -16,23 +17,22 @@ import os
 import re
 import shlex
 import signal
-import subprocess
 import threading
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpudoctor.model import Device, Frame, NativeStacks, Outcome, ProbeResult
-from gpudoctor.process.cancel import Cancelled, CancelScope, kill_group, start_in_own_group
-from gpudoctor.process.capture import TailReader
-from gpudoctor.process.endings import fatal_error, faulthandler_frames, signal_name, traceback_tail
+from gpudoctor.model import Device, Finding, NativeStacks, Outcome, ProbeResult
+from gpudoctor.process.cancel import Cancelled, CancelScope
+from gpudoctor.process.endings import classify_ending, signal_name
+from gpudoctor.process.supervise import supervise
 from gpudoctor.redact import redact_text
 from gpudoctor.reproducer import native
 
 RUN_ID = "reproducer"
 HOST_INDEXING_DETAIL = "mojo_host_indexing"  # lines of Mojo packages beside the script that index from host code
+LEFT_RUNNING_DETAIL = "left_running"  # what the command left running when it ended ({pid, command}), now ended
 CAPTURE_LIMIT = 256 * 1024
 DEFAULT_TIMEOUT_S = 600.0
 MAPS_EVERY_S = 0.2
@@ -74,17 +74,15 @@ def command_environment(reproducer: Reproducer, base: Mapping[str, str] | None =
     return env
 
 
-class _MapsWatcher(threading.Thread):
+class MapsWatcher:
     """Reads /proc/<pid>/maps of every process in the group while it lives: the shared libraries mapped (as last
     seen, at most MAPS_EVERY_S before the end)."""
 
-    def __init__(self, pgid: int) -> None:
-        super().__init__(daemon=True)
-        self.pgid = pgid
+    def __init__(self) -> None:
         self.seen: dict[str, None] = {}
-        self.stop = threading.Event()
 
-    def _members(self) -> list[int]:
+    @staticmethod
+    def _members(pgid: int) -> list[int]:
         members = []
         with contextlib.suppress(OSError):
             for entry in os.scandir("/proc"):
@@ -92,90 +90,78 @@ class _MapsWatcher(threading.Thread):
                     continue
                 with contextlib.suppress(OSError, ValueError, IndexError):
                     stat = Path(f"/proc/{entry.name}/stat").read_text()
-                    if int(stat.rsplit(")", 1)[1].split()[2]) == self.pgid:
+                    if int(stat.rsplit(")", 1)[1].split()[2]) == pgid:
                         members.append(int(entry.name))
         return members
 
-    def run(self) -> None:
-        while not self.stop.is_set():
-            for pid in [self.pgid, *(p for p in self._members() if p != self.pgid)][:16]:
+    def watch(self, pid: int, stop: threading.Event) -> None:
+        while not stop.is_set():
+            for member in [pid, *(p for p in self._members(pid) if p != pid)][:16]:
                 with contextlib.suppress(OSError):
-                    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+                    for line in Path(f"/proc/{member}/maps").read_text().splitlines():
                         parts = line.split(maxsplit=5)
                         path = parts[5] if len(parts) == 6 else ""
                         if ".so" in path and path.startswith("/") and len(self.seen) < MAX_LIBRARIES:
                             self.seen.setdefault(path.strip(), None)
-            self.stop.wait(MAPS_EVERY_S)
+            stop.wait(MAPS_EVERY_S)
 
 
-def _hang_stacks(pid: int, reproducer: Reproducer, cancel: CancelScope) -> tuple[NativeStacks | None, tuple[str, ...]]:
-    gdb = native.find_gdb() if reproducer.debugger else None
-    if gdb is None:
-        return (NativeStacks(None, native.NO_DEBUGGER) if reproducer.debugger else None), ()
-    with contextlib.suppress(OSError, Cancelled):  # a stopped session is seen by the caller's scope
-        return native.attach_gdb(gdb, pid, cancel.child())
-    return NativeStacks(native.gdb_version(gdb), "gdb could not attach to the process"), ()
+class HangDump:
+    """What happens at the deadline: every thread's native stack (gdb attached, where there is one), then SIGABRT,
+    on which faulthandler (PYTHONFAULTHANDLER) prints every thread's Python frames before the process dies."""
+
+    def __init__(self, reproducer: Reproducer, scope: CancelScope) -> None:
+        self.reproducer, self.scope = reproducer, scope
+        self.stacks: NativeStacks | None = None
+        self.libraries: tuple[str, ...] = ()
+
+    def __call__(self, pid: int) -> None:
+        gdb = native.find_gdb() if self.reproducer.debugger else None
+        if gdb is None:
+            self.stacks = NativeStacks(None, native.NO_DEBUGGER) if self.reproducer.debugger else None
+        else:
+            self.stacks = NativeStacks(native.gdb_version(gdb), "gdb could not attach to the process")
+            with contextlib.suppress(OSError, Cancelled):  # a stopped session is seen by the caller's scope
+                self.stacks, self.libraries = native.attach_gdb(gdb, pid, self.scope.child())
+        # the command itself only: its children's dumps would interleave with its own on the shared stderr
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGABRT)
 
 
 def run_command(reproducer: Reproducer, cancel: CancelScope | None = None) -> ProbeResult:
-    """Run the user's command and classify how it ended (see the module docstring)."""
+    """Run the user's command under the supervisor and classify how it ended (see the module docstring)."""
     owner = cancel if cancel is not None else CancelScope()
     argv = command_line(reproducer)
-    shown = redact_text(shlex.join(reproducer.argv))
-    common: dict[str, Any] = {"id": RUN_ID, "probe": RUN_ID, "device": Device.NONE, "command": shown}
+    common: dict[str, Any] = {"id": RUN_ID, "probe": RUN_ID, "device": Device.NONE,
+                              "command": redact_text(shlex.join(reproducer.argv))}  # fmt: skip
     env = command_environment(reproducer)
-    started = time.monotonic()
+    maps, hang = MapsWatcher(), HangDump(reproducer, owner)
     try:
-        process = start_in_own_group(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=str(reproducer.cwd)
-        )
+        ended = supervise(argv, owner, reproducer.timeout_s, env=env, cwd=reproducer.cwd, capture_limit=CAPTURE_LIMIT,
+                          on_deadline=hang, deadline_grace_s=_DUMP_GRACE_S, watchers=(maps,))  # fmt: skip
+    except Cancelled as stopped:
+        return ProbeResult(outcome=Outcome.INTERRUPTED, duration_s=0.0, summary=f"interrupted: {stopped.message}",
+                           **common)  # fmt: skip
     except OSError as error:
         return ProbeResult(outcome=Outcome.FAIL, duration_s=0.0, summary=f"could not start the command: {error}",
                            exception_type=type(error).__name__, message=redact_text(str(error)), **common)  # fmt: skip
-    assert process.stdout is not None and process.stderr is not None
-    readers = [TailReader(process.stdout, CAPTURE_LIMIT), TailReader(process.stderr, CAPTURE_LIMIT)]
-    for reader in readers:
-        reader.start()
-    watcher = _MapsWatcher(process.pid)
-    watcher.start()
-    stacks: NativeStacks | None = None
-    libraries: tuple[str, ...] = ()
-    timed_out = False
-    with owner.owning(process.pid):
-        try:
-            returncode = process.wait(timeout=reproducer.timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            stacks, libraries = _hang_stacks(process.pid, reproducer, owner)
-            # faulthandler (PYTHONFAULTHANDLER) prints every thread's Python frames on SIGABRT, then it dies; the
-            # command itself only: its children's dumps would interleave with its own on the shared stderr
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(process.pid, signal.SIGABRT)
-            try:
-                returncode = process.wait(timeout=_DUMP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                kill_group(process.pid)
-                returncode = process.wait()
-        finally:
-            duration = time.monotonic() - started
-            watcher.stop.set()
-            kill_group(process.pid)  # what it left running in its group goes too
-    for reader in readers:
-        reader.join(timeout=5)
-    watcher.join(timeout=5)
-    if owner.cancelled:
-        return ProbeResult(outcome=Outcome.INTERRUPTED, duration_s=duration,
-                           summary=f"interrupted: {owner.reason or 'stopped'}", **common)  # fmt: skip
-    stdout, stderr = readers[0].text(), readers[1].text()
-    result = classify(reproducer, returncode, timed_out, duration, stdout, stderr)
+    left = {LEFT_RUNNING_DETAIL: [{"pid": p.pid, "command": p.command} for p in ended.left_running]}
+    details = left if ended.left_running else {}
+    if ended.cancelled is not None:
+        return ProbeResult(outcome=Outcome.INTERRUPTED, duration_s=ended.duration_s,
+                           summary=f"interrupted: {ended.cancelled}", details=details, **common)  # fmt: skip
+    stdout, stderr = ended.stdout.text(), ended.stderr.text()
+    result = classify(reproducer, ended.returncode, ended.timed_out, ended.duration_s, stdout, stderr)
+    stacks, libraries = hang.stacks, hang.libraries
     if result.outcome is Outcome.CRASH and stacks is None and reproducer.debugger:
         stacks, gdb_libraries = _crash_stacks(reproducer, argv, env, result, owner)
         libraries = gdb_libraries or libraries
-    mapped = libraries or tuple(watcher.seen)
+    mapped = libraries or tuple(maps.seen)
     if stacks is not None:
         frames = tuple(replace(f, where=redact_text(f.where) if f.where else None) for f in stacks.frames)
         stacks = replace(stacks, how=redact_text(stacks.how), frames=frames)
-    return replace(result, native=stacks, mapped_libraries=tuple(redact_text(p) for p in mapped[:MAX_LIBRARIES]))
+    return replace(result, native=stacks, mapped_libraries=tuple(redact_text(p) for p in mapped[:MAX_LIBRARIES]),
+                   details={**result.details, **details})  # fmt: skip
 
 
 def _crash_stacks(
@@ -197,39 +183,31 @@ def _crash_stacks(
 def classify(
     reproducer: Reproducer, returncode: int, timed_out: bool, duration: float, stdout: str, stderr: str
 ) -> ProbeResult:
+    """The ending by the shared rules (process.endings), where a status 128 + N is a child's death by signal N."""
     common: dict[str, Any] = {
         "id": RUN_ID, "probe": RUN_ID, "device": Device.NONE, "duration_s": duration,
         "command": redact_text(shlex.join(reproducer.argv)), "exit_code": returncode,
         "stdout_tail": redact_text(stdout), "stderr_tail": redact_text(stderr),
     }  # fmt: skip
-    dumped = tuple(Frame(redact_text(f.file), f.line, f.function, f.thread) for f in faulthandler_frames(stderr))
-    if timed_out:
+    ending = classify_ending(returncode, timed_out, stderr)
+    if ending.outcome is Outcome.TIMEOUT:
         summary = f"no end after {reproducer.timeout_s:g} s: every thread's stack was taken, then its group killed"
-        return ProbeResult(outcome=Outcome.TIMEOUT, summary=summary, frames=dumped, **common)
+        return ProbeResult(outcome=Outcome.TIMEOUT, summary=summary, frames=ending.dumped, **common)
     # a shell or launcher reports its child's death by signal N as status 128 + N
     by_child = returncode > 128 and returncode - 128 in {s.value for s in signal.Signals}
-    if returncode < 0 or by_child:
-        name = signal_name(-returncode if returncode < 0 else returncode - 128)
-        headline = fatal_error(stderr)
-        where = next((f"in {f.function} ({f.file}:{f.line})" for f in dumped if f.thread == "current"), "")
-        summary = " ".join(p for p in (f"killed by {name}", where, f"({headline})" if headline else "") if p)
+    if ending.outcome is Outcome.CRASH or by_child:
+        name = ending.signal or signal_name(returncode - 128)
+        where = next((f"in {f.function} ({f.file}:{f.line})" for f in ending.dumped if f.thread == "current"), "")
+        summary = ending.killed(where, name)
         if by_child:
             summary = f"a child process was {summary} (exit status {returncode})"
-        return ProbeResult(outcome=Outcome.CRASH, signal=name, summary=redact_text(summary), frames=dumped,
+        return ProbeResult(outcome=Outcome.CRASH, signal=name, summary=redact_text(summary), frames=ending.dumped,
                            **common)  # fmt: skip
-    if returncode == 0:
+    if ending.outcome is Outcome.PASS:
         return ProbeResult(outcome=Outcome.PASS, summary="exited with status 0", **common)
-    exc_type, message, frames = traceback_tail(stderr)
-    if exc_type:
-        summary = f"exited with status {returncode}: {exc_type}: {message or ''}".rstrip(": ")
-    else:
-        last = next((line.strip() for line in reversed(stderr.splitlines()) if line.strip()), "")
-        summary = f"exited with status {returncode}" + (f": {last[:300]}" if last else "")
     return ProbeResult(
-        outcome=Outcome.FAIL, summary=redact_text(summary[:2000]), exception_type=exc_type,
-        message=redact_text(message) if message else None,
-        frames=tuple(Frame(redact_text(f.file), f.line, f.function) for f in frames),
-        **common,
+        outcome=Outcome.FAIL, summary=redact_text(ending.exited()[:2000]), exception_type=ending.exception_type,
+        message=redact_text(ending.message) if ending.message else None, frames=ending.traceback, **common,
     )  # fmt: skip
 
 
@@ -268,3 +246,29 @@ def fingerprint(reproducer: Reproducer) -> dict[str, object]:
 def fingerprint_key(reproducer: Reproducer) -> str:
     """A short name for the fingerprint: what a sweep keeps this reproducer's cell results under."""
     return hashlib.sha256(json.dumps(fingerprint(reproducer), sort_keys=True).encode()).hexdigest()[:12]
+
+
+LEFT_RUNNING_ISSUE = "command-left-processes-running"
+
+
+def left_running_finding(result: ProbeResult) -> Finding | None:
+    """The notice that the command left processes running (its LEFT_RUNNING_DETAIL), naming each; None if none."""
+    left = result.details.get(LEFT_RUNNING_DETAIL)
+    if not isinstance(left, list) or not left:
+        return None
+    named = tuple(f"`{p.get('command')}` (pid {p.get('pid')})" for p in left if isinstance(p, dict))
+    them = "them" if len(named) > 1 else "it"
+    return Finding(
+        id=LEFT_RUNNING_ISSUE,
+        title=f"Your command left {len(named)} process{'es' if len(named) > 1 else ''} running; gpudoctor ended {them}",
+        severity="notice",
+        evidence=named,
+        runs=(result.id,),
+        explanation="When your command ended, processes it had started were still running: left in its process "
+        "group, or started outside it (setsid, a double fork, a daemon). Run by hand, they would outlive the "
+        "command, holding GPU memory, files or ports and changing what the next run sees. gpudoctor ended "
+        f"{them} when the run ended (SIGTERM, then SIGKILL where needed), so nothing of this run is left running.",
+        fix="Have the program wait for or stop what it starts before it exits (Popen.wait or terminate in a "
+        "finally, join its worker processes, a context manager); start a service it means to leave running "
+        "outside the reproducer.",
+    )

@@ -13,7 +13,7 @@ from gpudoctor.facts.inventory import collect_environment
 from gpudoctor.kernel.scan import scan_package
 from gpudoctor.model import Environment, ProbeResult, Report
 from gpudoctor.process.cancel import CancelScope
-from gpudoctor.reproducer.command import HOST_INDEXING_DETAIL, Reproducer, run_command
+from gpudoctor.reproducer.command import HOST_INDEXING_DETAIL, Reproducer, left_running_finding, run_command
 
 MAX_PACKAGES = 16
 
@@ -67,4 +67,7 @@ def diagnose_reproducer(
         result = dataclasses.replace(result, details={**result.details, HOST_INDEXING_DETAIL: lines[:20]})
     if on_result is not None:
         on_result(result)
-    return make_report(environment, [result])
+    report = make_report(environment, [result])
+    if (left := left_running_finding(result)) is not None:
+        report = dataclasses.replace(report, findings=(*report.findings, left))
+    return report

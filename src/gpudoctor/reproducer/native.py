@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpudoctor.model import NativeFrame, NativeStacks
-from gpudoctor.process.cancel import CancelScope, run_owned
+from gpudoctor.process.cancel import CancelScope
+from gpudoctor.process.supervise import supervise
 
 GDB_TIMEOUT_S = 60.0
 FRAMES_PER_THREAD = 32
@@ -120,10 +121,10 @@ def crash_under_gdb(
                       ("libraries", "info sharedlibrary"))  # fmt: skip
     command = [gdb, "-q", "-nx", "-batch", *setup, *after, "-ex", "kill", "--args", *argv]
     version = gdb_version(gdb)
-    ran = run_owned(command, cancel, timeout_s, env=dict(env), cwd=cwd)
-    text = ran.stdout.decode("utf-8", "replace") + "\n" + ran.stderr
+    ran = supervise(command, cancel, timeout_s, env=env, cwd=cwd).unless_cancelled()
+    text = ran.stdout.text() + "\n" + ran.stderr.text()
     received = [s for s in _RECEIVED.findall(text) if s in _FATAL]
-    if ran.returncode is None:
+    if ran.timed_out:
         return GdbCrash(None, NativeStacks(version, f"a second run under {version} did not end within "
                                                     f"{timeout_s:g} s"), ())  # fmt: skip
     if not received:
@@ -142,8 +143,8 @@ def attach_gdb(gdb: str, pid: int, cancel: CancelScope) -> tuple[NativeStacks, t
     command = [gdb, "-q", "-nx", "-batch", "-ex", "set pagination off", "-ex", "set width 0", "-p", str(pid),
                *after, "-ex", "detach"]  # fmt: skip
     version = gdb_version(gdb)
-    ran = run_owned(command, cancel, GDB_TIMEOUT_S)
-    text = ran.stdout.decode("utf-8", "replace") + "\n" + ran.stderr
+    ran = supervise(command, cancel, GDB_TIMEOUT_S).unless_cancelled()
+    text = ran.stdout.text() + "\n" + ran.stderr.text()
     frames = parse_threads(_section(text, "threads"))
     if not frames:
         reason = next((line for line in text.splitlines() if "ptrace" in line or "not permitted" in line), "")

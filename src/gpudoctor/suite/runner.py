@@ -11,19 +11,16 @@ import dataclasses
 import os
 import shlex
 import signal
-import subprocess
 import tempfile
-import threading
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpudoctor.model import Device, Frame, Outcome, ProbeResult, ProbeSpec, StepTime
-from gpudoctor.process.cancel import CancelScope, kill_group, start_in_own_group
-from gpudoctor.process.capture import TailReader
-from gpudoctor.process.endings import fatal_error, faulthandler_frames, signal_name, traceback_tail
+from gpudoctor.model import Device, Outcome, ProbeResult, ProbeSpec, StepTime
+from gpudoctor.process.cancel import Cancelled, CancelScope
+from gpudoctor.process.endings import classify_ending, redacted, traceback_tail
+from gpudoctor.process.supervise import supervise
 from gpudoctor.protocol import (
     EVENT_RESULT,
     EVENT_STEP,
@@ -110,13 +107,14 @@ def interrupted_result(invocation: ProbeInvocation, reason: str, duration_s: flo
 
 
 def run_probe(invocation: ProbeInvocation, cancel: CancelScope | None = None) -> ProbeResult:
-    """Start the probe, wait for it within its timeout, and classify what happened.
+    """Start the probe under the supervisor (process.supervise), and classify how it ended.
 
     The probe's process group belongs to ``cancel`` while it runs: cancelling the scope kills it at once and
     the result is INTERRUPTED (as when the user quits, or a prerequisite run in parallel has failed).
     """
-    if cancel is not None and cancel.cancelled:
-        return interrupted_result(invocation, cancel.reason or "cancelled before it started")
+    owner = cancel if cancel is not None else CancelScope()
+    if owner.cancelled:
+        return interrupted_result(invocation, owner.reason or "cancelled before it started")
     with contextlib.ExitStack() as stack:
         scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="gpudoctor-"))
         result_file = Path(scratch) / "result.jsonl"
@@ -133,85 +131,41 @@ def run_probe(invocation: ProbeInvocation, cancel: CancelScope | None = None) ->
         env["TMPDIR"] = str(stack.enter_context(reserved_temp_dir(invocation.run_id, key, private_tmp)))
         env["PYTHONFAULTHANDLER"] = "1"
         env["PYTHONUNBUFFERED"] = "1"
-        started = time.monotonic()
         try:
-            # Own session and process group: the timeout and a stop kill grandchildren too.
-            process = start_in_own_group(
-                invocation.argv(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=scratch
-            )
+            ended = supervise(
+                invocation.argv(), owner, invocation.timeout_s, env=env, cwd=scratch, capture_limit=CAPTURE_LIMIT,
+                on_deadline=_dump_threads, deadline_grace_s=_DUMP_GRACE_S,
+            )  # fmt: skip
+        except Cancelled as stopped:  # cancelled between the check above and the start
+            return interrupted_result(invocation, stopped.message)
         except OSError as error:
             return ProbeResult(
-                id=invocation.run_id,
-                probe=invocation.spec.id,
-                device=invocation.device,
-                outcome=Outcome.FAIL,
-                duration_s=time.monotonic() - started,
-                command=invocation.reproduce_command(),
-                summary=f"could not start the probe: {error}",
-                exception_type=type(error).__name__,
+                id=invocation.run_id, probe=invocation.spec.id, device=invocation.device, outcome=Outcome.FAIL,
+                duration_s=0.0, command=invocation.reproduce_command(),
+                summary=f"could not start the probe: {error}", exception_type=type(error).__name__,
                 message=redact_text(str(error)),
-            )
-        assert process.stdout is not None and process.stderr is not None
-        readers = [TailReader(process.stdout, CAPTURE_LIMIT), TailReader(process.stderr, CAPTURE_LIMIT)]
-        for reader in readers:
-            reader.start()
-        owner = cancel if cancel is not None else CancelScope()
-        reaper = _Reaper(process)
-        reaper.start()
-        with owner.owning(process.pid):  # start_new_session: the pid is the group id
-            returncode, timed_out = _wait(process, reaper, started + invocation.timeout_s)
-            ended = reaper.ended
-            duration = ended - started
-            # Whatever the probe left behind in its group (a hung grandchild) goes too, or the pipes never close.
-            kill_group(process.pid)
-        for reader in readers:
-            reader.join(timeout=5)
+            )  # fmt: skip
         events = read_events(result_file)
-    if owner.cancelled:
-        return interrupted_result(invocation, owner.reason or "cancelled", duration)
+    if ended.cancelled is not None:
+        return interrupted_result(invocation, ended.cancelled, ended.duration_s)
     result = classify(
         invocation,
-        returncode=returncode,
-        timed_out=timed_out,
-        duration_s=duration,
+        returncode=ended.returncode,
+        timed_out=ended.timed_out,
+        duration_s=ended.duration_s,
         events=events,
-        stdout=readers[0].text(),
-        stderr=readers[1].text(),
+        stdout=ended.stdout.text(),
+        stderr=ended.stderr.text(),
     )
     return dataclasses.replace(
-        result,
-        steps=step_times(events, started, ended),
-        cpu_s=reaper.cpu_s,
-        peak_rss_mib=reaper.peak_rss_mib,
+        result, steps=step_times(events, ended.started, ended.ended), cpu_s=ended.cpu_s, peak_rss_mib=ended.peak_rss_mib
     )
 
 
-class _Reaper(threading.Thread):
-    """Waits for the probe process with wait4, which also gives what it cost: CPU time and peak memory.
-
-    The exit status is handed to the Popen object, so nothing else waits for (or reaps) the same process."""
-
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
-        super().__init__(daemon=True)
-        self.process = process
-        self.done = threading.Event()
-        self.returncode = -1
-        self.ended = 0.0
-        self.cpu_s: float | None = None
-        self.peak_rss_mib: float | None = None
-
-    def run(self) -> None:
-        try:
-            _, status, usage = os.wait4(self.process.pid, 0)
-            self.returncode = os.waitstatus_to_exitcode(status)
-            self.cpu_s = usage.ru_utime + usage.ru_stime
-            self.peak_rss_mib = usage.ru_maxrss / 1024  # KiB on Linux
-        except ChildProcessError:  # reaped elsewhere: the status is Popen's
-            self.returncode = self.process.wait()
-        finally:
-            self.ended = time.monotonic()
-            self.process.returncode = self.returncode
-            self.done.set()
+def _dump_threads(pid: int) -> None:
+    """The probe harness registers faulthandler on SIGUSR1: at the deadline, ask where every thread hangs."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGUSR1)
 
 
 def step_times(events: list[dict[str, Any]], started: float, ended: float) -> tuple[StepTime, ...]:
@@ -237,19 +191,6 @@ def step_times(events: list[dict[str, Any]], started: float, ended: float) -> tu
     return tuple(times)
 
 
-def _wait(process: subprocess.Popen[bytes], reaper: _Reaper, deadline: float) -> tuple[int, bool]:
-    """Wait for the probe until ``deadline``; on timeout dump its threads, then kill its group."""
-    if reaper.done.wait(max(0.0, deadline - time.monotonic())):
-        return reaper.returncode, False
-    # The probe harness registers faulthandler on SIGUSR1: ask where every thread hangs first.
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(process.pid, signal.SIGUSR1)
-    if not reaper.done.wait(_DUMP_GRACE_S):
-        kill_group(process.pid)
-        reaper.done.wait()
-    return reaper.returncode, True
-
-
 def classify(
     invocation: ProbeInvocation,
     *,
@@ -260,7 +201,7 @@ def classify(
     stdout: str,
     stderr: str,
 ) -> ProbeResult:
-    """Decide the outcome from exit status, the side-channel events and the captured output."""
+    """Decide the outcome: the ending by the shared rules (process.endings), read with the side-channel events."""
     reported_at = next((i for i in range(len(events) - 1, -1, -1) if events[i].get("event") == EVENT_RESULT), None)
     reported = events[reported_at] if reported_at is not None else None
     steps = [str(e.get("name")) for e in events if e.get("event") == EVENT_STEP]
@@ -281,64 +222,51 @@ def classify(
         "stdout_tail": redact_text(stdout),
         "stderr_tail": redact_text(stderr),
     }
-    frames: tuple[Frame, ...] = tuple(
-        Frame(redact_text(f.file), f.line, f.function, f.thread) for f in faulthandler_frames(stderr)
-    )
-
-    if timed_out:
-        where = f" during '{last_step}'" if last_step else ""
-        return ProbeResult(
-            outcome=Outcome.TIMEOUT,
-            summary=f"no answer after {invocation.timeout_s:g} s{where}; the process group was killed",
-            frames=frames,
-            **common,
-        )
-    if returncode < 0:
-        name = signal_name(-returncode)
-        headline = fatal_error(stderr)
-        after_result = reported is not None and final_step == SHUTDOWN_STEP
-        where = (
-            "at interpreter exit, after the probe reported"
-            if after_result
-            else (f"during '{last_step}'" if last_step else "before the probe reported any step")
-        )
-        summary = f"killed by {name} {where}" + (f" ({headline})" if headline else "")
-        return ProbeResult(outcome=Outcome.CRASH, signal=name, summary=redact_text(summary), frames=frames, **common)
-    if reported is not None:
-        status = reported.get("status")
-        if status == STATUS_PASS and returncode == 0:
-            return ProbeResult(outcome=Outcome.PASS, summary=redact_text(str(reported.get("summary", "ok"))), **common)
-        if status == STATUS_SKIP:
-            reason = redact_text(str(reported.get("skip_reason") or reported.get("summary") or "skipped"))
-            return ProbeResult(outcome=Outcome.SKIPPED, summary=f"skipped: {reason}", skip_reason=reason, **common)
-        if status == STATUS_FAIL:
-            _, _, tb_frames = traceback_tail(str(reported.get("traceback", "")))
-            return ProbeResult(
-                outcome=Outcome.FAIL,
-                summary=redact_text(str(reported.get("summary", "failed"))),
-                exception_type=reported.get("exception_type"),
-                message=redact_text(str(reported.get("message", ""))),
-                frames=tuple(Frame(redact_text(f.file), f.line, f.function) for f in tb_frames),
-                **common,
-            )
+    ending = classify_ending(returncode, timed_out, stderr)
+    during = f"during '{last_step}'" if last_step else ""
+    if ending.outcome is Outcome.TIMEOUT:
+        where = f" {during}" if during else ""
+        summary = f"no answer after {invocation.timeout_s:g} s{where}; the process group was killed"
+        return ProbeResult(outcome=Outcome.TIMEOUT, summary=summary, frames=ending.dumped, **common)
+    if ending.outcome is Outcome.CRASH:
+        if reported is not None and final_step == SHUTDOWN_STEP:
+            during = "at interpreter exit, after the probe reported"
+        summary = ending.killed(during or "before the probe reported any step")
+        return ProbeResult(outcome=Outcome.CRASH, signal=ending.signal, summary=redact_text(summary),
+                           frames=ending.dumped, **common)  # fmt: skip
+    if reported is not None and (result := _reported_result(reported, returncode, common)) is not None:
+        return result
     # No usable result: the process died on its own terms (sys.exit, os._exit, an uncaught error).
-    exc_type, message, tb_frames = traceback_tail(stderr)
-    if exc_type:
-        summary = f"exited with status {returncode}: {exc_type}: {message or ''}".rstrip(": ")
-    elif reported is not None:
+    if reported is not None and not ending.exception_type:
         summary = f"reported '{reported.get('status')}' but exited with status {returncode}"
     else:
-        summary = f"exited with status {returncode} without reporting a result"
-        if last_step:
-            summary += f" (last step: '{last_step}')"
-        last_line = next((line for line in reversed(stderr.splitlines()) if line.strip()), None)
-        if last_line:
-            summary += f": {last_line.strip()[:300]}"
+        summary = ending.exited(" without reporting a result" + (f" (last step: '{last_step}')" if last_step else ""))
     return ProbeResult(
         outcome=Outcome.FAIL,
         summary=redact_text(summary),
-        exception_type=exc_type,
-        message=redact_text(message) if message else None,
-        frames=tuple(Frame(redact_text(f.file), f.line, f.function) for f in tb_frames),
+        exception_type=ending.exception_type,
+        message=redact_text(ending.message) if ending.message else None,
+        frames=ending.traceback,
         **common,
     )
+
+
+def _reported_result(reported: dict[str, Any], returncode: int, common: dict[str, Any]) -> ProbeResult | None:
+    """The outcome the probe reported through the side channel, where its exit agrees with it; else None."""
+    status = reported.get("status")
+    if status == STATUS_PASS and returncode == 0:
+        return ProbeResult(outcome=Outcome.PASS, summary=redact_text(str(reported.get("summary", "ok"))), **common)
+    if status == STATUS_SKIP:
+        reason = redact_text(str(reported.get("skip_reason") or reported.get("summary") or "skipped"))
+        return ProbeResult(outcome=Outcome.SKIPPED, summary=f"skipped: {reason}", skip_reason=reason, **common)
+    if status == STATUS_FAIL:
+        _, _, frames = traceback_tail(str(reported.get("traceback", "")))
+        return ProbeResult(
+            outcome=Outcome.FAIL,
+            summary=redact_text(str(reported.get("summary", "failed"))),
+            exception_type=reported.get("exception_type"),
+            message=redact_text(str(reported.get("message", ""))),
+            frames=redacted(frames),
+            **common,
+        )
+    return None

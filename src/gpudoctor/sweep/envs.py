@@ -22,7 +22,8 @@ from gpudoctor.atomic import atomic_write
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.facts.interpreter import site_packages
 from gpudoctor.facts.inventory import package_versions
-from gpudoctor.process.cancel import CancelScope, run_owned
+from gpudoctor.process.cancel import CancelScope
+from gpudoctor.process.supervise import supervise
 from gpudoctor.suite.bytecode import cache_dir
 from gpudoctor.sweep.grid import Cell
 from gpudoctor.textfile import read_text
@@ -73,11 +74,11 @@ def run_uv(
 ) -> subprocess.CompletedProcess[str]:
     """Run a uv command in its own process group, owned by ``cancel`` (cancelling kills it at once, and raises
     Cancelled: the sweep was stopped while a build ran)."""
-    ran = run_owned(argv, cancel, timeout_s, env=env)
-    stdout = ran.stdout.decode("utf-8", "replace")
-    if ran.returncode is None:
-        return subprocess.CompletedProcess(list(argv), -9, stdout, ran.stderr + f"\n(killed after {timeout_s:g} s)")
-    return subprocess.CompletedProcess(list(argv), ran.returncode, stdout, ran.stderr)
+    ran = supervise(argv, cancel, timeout_s, env=env).unless_cancelled()
+    stdout, stderr = ran.stdout.data.decode("utf-8", "replace"), ran.stderr.text()
+    if ran.timed_out:
+        return subprocess.CompletedProcess(list(argv), -9, stdout, stderr + f"\n(killed after {timeout_s:g} s)")
+    return subprocess.CompletedProcess(list(argv), ran.returncode, stdout, stderr)
 
 
 _PATHS_SNIPPET = (
