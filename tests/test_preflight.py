@@ -14,7 +14,8 @@ from pathlib import Path
 from conftest import ROOT, validate_report
 
 from gpudoctor.model import Driver, Environment, Report
-from gpudoctor.preflight import CHECKS, load_rules, preflight
+from gpudoctor.knowledge import load_knowledge, preflight
+from gpudoctor.knowledge.registry import registered
 
 H100 = ROOT / "tests" / "fixtures" / "h100-suite-report.json"
 
@@ -86,9 +87,9 @@ def test_packages_of_different_releases_installed_together() -> None:
 
 
 def test_the_rules_are_valid_data_and_name_real_checks() -> None:
-    rules = load_rules()
-    assert {r.check for r in rules} == set(CHECKS)
-    assert len({r.id for r in rules}) == len(rules)
+    rules = [(entry.before.id or entry.id, entry.before) for entry in load_knowledge() if entry.before]
+    assert {r.check for _, r in rules} == {name for name, c in registered().items() if c.environment}
+    assert len({rule_id for rule_id, _ in rules}) == len(rules)
 
 
 # The /proc file as the NVIDIA driver writes it (proprietary and open module), and a maps line as the loader

@@ -19,6 +19,13 @@ from gpudoctor.protocol import DetailKey
 SCHEMA_VERSION = 1
 
 
+class Severity(enum.StrEnum):  # a StrEnum: a report's JSON and its text hold the same words they always did
+    """How much a finding matters: a problem (something breaks; the doctor exits 1) or a notice (worth knowing)."""
+
+    PROBLEM = "problem"
+    NOTICE = "notice"
+
+
 class Outcome(str, enum.Enum):
     """What happened when a probe ran."""
 
@@ -234,7 +241,7 @@ class Finding:
 
     id: str
     title: str
-    severity: str = field(default="problem", kw_only=True)  # "problem" or "notice"
+    severity: Severity = field(default=Severity.PROBLEM, kw_only=True)
     evidence: tuple[str, ...]
     runs: tuple[str, ...] = field(default=(), kw_only=True)  # the run ids whose results matched the evidence
     explanation: str
@@ -243,6 +250,11 @@ class Finding:
     patch: str | None = None
     patch_verified: bool | None = None  # None: not tried; True only when the patched rerun passed
     patch_note: str | None = None
+
+    @property
+    def is_problem(self) -> bool:
+        """A finding that makes the doctor exit 1."""
+        return self.severity == Severity.PROBLEM
 
 
 @dataclass(frozen=True)
@@ -265,9 +277,7 @@ class Report:
         A problem finding without a failing probe counts too: a kernel that indexes device tensors from
         host code passes on the CPU yet is broken on every GPU.
         """
-        problems = any(r.outcome.is_problem for r in self.results) or any(
-            f.severity == "problem" for f in self.findings
-        )
+        problems = any(r.outcome.is_problem for r in self.results) or any(f.is_problem for f in self.findings)
         return 1 if problems else 0
 
     @property

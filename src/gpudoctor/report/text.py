@@ -182,7 +182,7 @@ def _summary_markdown(report: Report) -> str:
     ran = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items(), key=lambda item: -item[1]))
     if patched := sum(r.patched for r in report.results):
         ran += f"; {patched} of them with a verified patch applied"
-    problems = [f.title for f in report.findings if f.severity == "problem"]
+    problems = [f.title for f in report.findings if f.is_problem]
     verdict = "**healthy**" if report.exit_code == 0 else "**problems found**"
     line = f"{verdict}: {len(report.results)} probe runs ({ran or 'none'})"
     if problems:
@@ -320,7 +320,7 @@ def to_text(report: Report) -> str:
         if finding.patch_verified:
             lines += [f"    apply it here: {safe_text(line)}" for line in patch_commands(report, finding.patch or "")]
     problems = sum(r.outcome.is_problem for r in report.results)
-    found = sum(f.severity == "problem" for f in report.findings)
+    found = sum(f.is_problem for f in report.findings)
     lines += ["", f"  {len(report.results)} probe runs, {problems} with problems, {found} problem findings"]
     if patched := [r.id for r in report.results if r.patched]:
         lines.append(f"  with a verified patch applied (the stack with the fix in, not as it is): {', '.join(patched)}")

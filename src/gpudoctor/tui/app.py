@@ -259,7 +259,7 @@ class DoctorApp(App[int]):
         self.query_one("#findings", FindingsPane).show(report)
         self._show_matrix(report)
         problems = sum(r.outcome.is_problem for r in report.results)
-        found = sum(f.severity == "problem" for f in report.findings)
+        found = sum(f.is_problem for f in report.findings)
         self._say(f"done: {len(report.results)} runs, {problems} with problems, {found} problem findings")
         if (selected := self.selected_run_id()) is not None:
             self._show_details(selected)
