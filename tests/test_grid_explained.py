@@ -43,7 +43,8 @@ def test_every_problem_in_a_recorded_environment_is_explained(path: Path) -> Non
         if issue is None:  # a mechanism (mechanisms.toml): explained and fixed by class
             assert finding.fix and finding.explanation and finding.evidence
             continue
-        assert issue.fix and issue.explanation and (issue.affects or issue.severity == "notice" or (issue.in_run and issue.in_run.evidence))
+        evidence = issue.in_run.evidence if issue.in_run else ()
+        assert issue.fix and issue.explanation and (issue.affects or issue.severity == "notice" or evidence)
 
 
 def test_the_recorded_grid_shows_the_transitions_the_knowledge_base_names() -> None:

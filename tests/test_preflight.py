@@ -13,9 +13,9 @@ from pathlib import Path
 
 from conftest import ROOT, validate_report
 
-from gpudoctor.model import Driver, Environment, Report
 from gpudoctor.knowledge import load_knowledge, preflight
 from gpudoctor.knowledge.registry import registered
+from gpudoctor.model import Driver, Environment, Report
 
 H100 = ROOT / "tests" / "fixtures" / "h100-suite-report.json"
 

@@ -157,13 +157,12 @@ def match_findings(report: Report, entries: Knowledge | Iterable[Explanation] | 
         if not evidence:
             continue
         runs = tuple(dict.fromkeys([r.id for _, r in matched] + [run for _, run in predicated if run is not None]))
-        findings.append(
-            Finding(
-                id=entry.id, title=fill(entry.title, values), severity=entry.severity,
-                evidence=tuple(dict.fromkeys(evidence)), explanation=fill(entry.explanation, values),
-                fix=fill(entry.fix, values), references=entry.references, patch=entry.patch, runs=runs,
-            )  # fmt: skip
-        )
+        finding = Finding(
+            id=entry.id, title=fill(entry.title, values), severity=entry.severity,
+            evidence=tuple(dict.fromkeys(evidence)), explanation=fill(entry.explanation, values),
+            fix=fill(entry.fix, values), references=entry.references, patch=entry.patch, runs=runs,
+        )  # fmt: skip
+        findings.append(finding)
         for run_id in runs if entry.specific else ():
             explained.setdefault(run_id, []).append(entry.id)
     known_ids = {f.id for f in findings}

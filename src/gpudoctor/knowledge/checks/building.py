@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudoctor.model import Environment
 from gpudoctor.knowledge.checks.common import parse_version
 from gpudoctor.knowledge.entry import Before
 from gpudoctor.knowledge.registry import Found, check
+from gpudoctor.model import Environment
 
 
-@check("package_libraries", table=frozenset({'library', 'package', 'why'}))
+@check("package_libraries", table=frozenset({"library", "package", "why"}))
 def package_libraries(environment: Environment, rule: Before) -> Found | None:
     """A package installed whose CUDA library (the rule's table: package, library) neither the dynamic loader nor
     pip's nvidia-* wheels provide; libcuda.so only where a driver is installed (without one, nothing needs it)."""
@@ -108,7 +108,7 @@ def extension_tools_missing(environment: Environment, rule: Before) -> Found | N
     return {"missing": " and ".join(missing)}, [f"missing: {m}" for m in missing]
 
 
-@check("triton_ptxas_vs_gpu", table=frozenset({'capability_max', 'capability_min', 'cuda_max', 'cuda_min', 'source'}))
+@check("triton_ptxas_vs_gpu", table=frozenset({"capability_max", "capability_min", "cuda_max", "cuda_min", "source"}))
 def triton_ptxas_vs_gpu(environment: Environment, rule: Before) -> Found | None:
     """The ptxas Triton assembles with against each GPU (the rule's table: which CUDA releases of ptxas know which
     compute capabilities) and against the driver's CUDA major release."""
@@ -182,13 +182,13 @@ def _newer_compilers(environment: Environment, rule: Before, across_major: bool)
     return {"compilers": ", ".join(dict.fromkeys(names)), "driver_cuda": driver_cuda, "cuda": releases[0]}, lines
 
 
-@check("runtime_compiler_newer_major", table=frozenset({'compiler', 'package', 'use'}))
+@check("runtime_compiler_newer_major", table=frozenset({"compiler", "package", "use"}))
 def runtime_compiler_newer_major(environment: Environment, rule: Before) -> Found | None:
     """A runtime compiler of a newer CUDA major release than the driver's: nothing it builds loads."""
     return _newer_compilers(environment, rule, across_major=True)
 
 
-@check("runtime_compiler_newer_minor", table=frozenset({'compiler', 'package', 'use'}))
+@check("runtime_compiler_newer_minor", table=frozenset({"compiler", "package", "use"}))
 def runtime_compiler_newer_minor(environment: Environment, rule: Before) -> Found | None:
     """A runtime compiler of the driver's CUDA major release but a newer minor one: its PTX does not load."""
     return _newer_compilers(environment, rule, across_major=False)

@@ -142,7 +142,7 @@ def _contains(versions: str, version: str | None) -> bool:
         return False
 
 
-@check("driver_floor", table=frozenset({'cuda', 'driver', 'package', 'source', 'versions'}))
+@check("driver_floor", table=frozenset({"cuda", "driver", "package", "source", "versions"}))
 def driver_floor(environment: Environment, rule: Before) -> Found | None:
     """A package release that needs a newer driver than this one (the rule's table: package, versions, driver)."""
     driver = parse_version(environment.driver.version)
@@ -184,7 +184,7 @@ def _runs_on(archs: Sequence[str], capability: tuple[int, int]) -> bool:
     return False
 
 
-@check("torch_arch_list", table=frozenset({'archs', 'cuda', 'source', 'torch'}))
+@check("torch_arch_list", table=frozenset({"archs", "cuda", "source", "torch"}))
 def torch_arch_list(environment: Environment, rule: Before) -> Found | None:
     """A GPU whose architecture the installed torch build has no kernels for (the rule's table of arch lists,
     each recorded from torch._C._cuda_getArchFlags() of a real wheel or stated by PyTorch)."""
@@ -211,7 +211,7 @@ def torch_arch_list(environment: Environment, rule: Before) -> Found | None:
     return None
 
 
-@check("toolchain_min_capability", table=frozenset({'capability', 'package', 'source', 'versions'}))
+@check("toolchain_min_capability", table=frozenset({"capability", "package", "source", "versions"}))
 def toolchain_min_capability(environment: Environment, rule: Before) -> Found | None:
     """A GPU older than what the installed MAX's Mojo toolchain can still compile for."""
     for row in rule.data.get("table", ()):

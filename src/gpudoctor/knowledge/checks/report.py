@@ -55,9 +55,11 @@ def _runs_contradict_scan(report: Report) -> bool:
     """Every device's kernel run passed against the user's reference: what the static scan suspects did not
     happen on any device that ran (a scan that lost its way in the source, or code that is right after all)."""
     runs = [r for r, _ in _kernel_runs(report)]
-    return bool(runs) and all(
-        r.outcome is Outcome.PASS and r.details.get("results_checked") == "reference" for r in runs
-    ) and any(r.device is Device.CUDA for r in runs)
+    return (
+        bool(runs)
+        and all(r.outcome is Outcome.PASS and r.details.get("results_checked") == "reference" for r in runs)
+        and any(r.device is Device.CUDA for r in runs)
+    )
 
 
 @predicate("kernel_host_indexing")
