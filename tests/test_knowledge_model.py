@@ -12,7 +12,7 @@ from conftest import ROOT
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.knowledge import load_knowledge, match_findings, preflight
-from gpudoctor.knowledge.registry import check, registered
+from gpudoctor.knowledge.registry import REGISTRY, check
 from gpudoctor.knowledge.text import fill
 from gpudoctor.model import Device, Finding, Outcome, ProbeResult, Report, Severity
 from gpudoctor.report.codec import encode
@@ -87,7 +87,7 @@ def test_the_loader_holds_before_clauses_to_the_registered_checks(tmp_path: Path
     with pytest.raises(GpuDoctorError, match=r"is not a template"):
         _load(tmp_path, base.replace('title = "t"', 'title = "op[{...]"') + 'before.check = "bytecode_off"\n')
     with pytest.raises(ValueError, match="registered twice"):
-        check("driver_floor")(registered()["driver_floor"].environment)  # type: ignore[arg-type]
+        check("driver_floor")(REGISTRY["driver_floor"].environment)  # type: ignore[arg-type]
 
 
 def test_the_knowledge_is_read_once_per_process() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from conftest import ROOT, validate_report
 
 from gpudoctor.knowledge import load_knowledge, preflight
-from gpudoctor.knowledge.registry import registered
+from gpudoctor.knowledge.registry import REGISTRY
 from gpudoctor.model import Driver, Environment, Report
 
 H100 = ROOT / "tests" / "fixtures" / "h100-suite-report.json"
@@ -88,7 +88,7 @@ def test_packages_of_different_releases_installed_together() -> None:
 
 def test_the_rules_are_valid_data_and_name_real_checks() -> None:
     rules = [(entry.before.id or entry.id, entry.before) for entry in load_knowledge() if entry.before]
-    assert {r.check for _, r in rules} == {name for name, c in registered().items() if c.environment}
+    assert {r.check for _, r in rules} == {name for name, c in REGISTRY.items() if c.environment}
     assert len({rule_id for rule_id, _ in rules}) == len(rules)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gpudoctor.knowledge.entry import Explanation, Knowledge
 from gpudoctor.knowledge.load import load_knowledge
-from gpudoctor.knowledge.registry import Found, registered
+from gpudoctor.knowledge.registry import REGISTRY, Found
 from gpudoctor.knowledge.text import fill
 from gpudoctor.model import Environment, Finding
 
@@ -15,7 +15,7 @@ def seen_before(entry: Explanation, environment: Environment) -> Found | None:
     """What ``entry``'s environment check finds in ``environment`` (values for its texts, evidence), or None."""
     if entry.before is None:
         return None
-    check = registered()[entry.before.check].environment
+    check = REGISTRY[entry.before.check].environment
     assert check is not None  # the loader let only environment checks into a before clause
     return check(environment, entry.before)
 

@@ -15,9 +15,10 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+import gpudoctor.knowledge.checks  # noqa: F401 (the checks register themselves on import: the names entries use)
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.knowledge.entry import SHOWN, Before, Evidence, Explanation, InRun, Knowledge, Toolchain
-from gpudoctor.knowledge.registry import registered
+from gpudoctor.knowledge.registry import REGISTRY
 from gpudoctor.knowledge.schema import BeforeShape, FileShape, InRunShape, IssueShape, ToolchainShape, ValidationError
 from gpudoctor.knowledge.schema import convert as convert_shape
 from gpudoctor.knowledge.text import placeholders
@@ -124,7 +125,7 @@ def _entry(where: str, issue: IssueShape, toolchains: set[str]) -> Explanation:
     unknown = sorted(set(issue.fixes) - toolchains)
     if unknown:
         raise GpuDoctorError(f"{where}: field 'fixes' names unknown toolchain {unknown[0]!r}")
-    checks = registered()
+    checks = REGISTRY
     predicates = issue.over_report.predicates if issue.over_report else ()
     for name in predicates:
         if name not in checks or checks[name].report is None:
@@ -164,7 +165,7 @@ def _in_run(where: str, shape: InRunShape, toolchains: set[str]) -> InRun:
 
 
 def _before(where: str, shape: BeforeShape) -> Before:
-    check = registered().get(shape.check)
+    check = REGISTRY.get(shape.check)
     if check is None or check.environment is None:
         raise GpuDoctorError(f"{where}: field 'check' names unknown check {shape.check!r}")
     if shape.table and not check.table:

@@ -17,7 +17,7 @@ from gpudoctor.knowledge.before import seen_before
 from gpudoctor.knowledge.checks.report import KERNEL_PROBE
 from gpudoctor.knowledge.entry import ANY_PROBE, Evidence, Explanation, Knowledge
 from gpudoctor.knowledge.load import load_knowledge
-from gpudoctor.knowledge.registry import registered
+from gpudoctor.knowledge.registry import REGISTRY
 from gpudoctor.knowledge.text import fill
 from gpudoctor.model import Environment, Finding, ProbeResult, Report
 
@@ -139,7 +139,7 @@ def match_findings(report: Report, entries: Knowledge | Iterable[Explanation] | 
         knowledge = entries
     else:
         knowledge = load_knowledge() if entries is None else Knowledge(tuple(entries), load_knowledge().toolchains)
-    checks = registered()
+    checks = REGISTRY
     findings: list[Finding] = []
     explained: dict[str, list[str]] = {}  # run -> the specific findings that explain it: the general ones stay silent
     for entry in knowledge:

@@ -1,6 +1,7 @@
 """The one place Python checks are registered: ``@check`` for an environment check (an entry's ``before`` clause),
 ``@predicate`` for a report predicate (its ``over_report`` clause). The loader validates the names entries use
-against this registry; ``knowledge.checks`` holds the checks themselves.
+against this registry; ``knowledge.checks`` holds the checks themselves (the loader imports them: they register on
+import).
 """
 
 from __future__ import annotations
@@ -58,10 +59,3 @@ def predicate(name: str) -> Callable[[ReportPredicate], ReportPredicate]:
         return function
 
     return register
-
-
-def registered() -> dict[str, Registered]:
-    """Every registered check, the check modules imported first (they register themselves on import)."""
-    import gpudoctor.knowledge.checks  # noqa: F401
-
-    return REGISTRY
