@@ -22,13 +22,14 @@ ReportPredicate = Callable[[Report], list[PredicateEvidence]]
 
 @dataclass(frozen=True)
 class Registered:
-    """A named check: an environment check (with the keys its entry's [[before.table]] rows hold) or a report
-    predicate."""
+    """A named check: an environment check (with the keys its entry's [[before.table]] rows hold, and those of
+    them a row may leave out) or a report predicate."""
 
     name: str
     environment: EnvironmentCheck | None = None
     report: ReportPredicate | None = None
     table: frozenset[str] = frozenset()
+    optional: frozenset[str] = frozenset()
 
 
 REGISTRY: dict[str, Registered] = {}
@@ -40,12 +41,14 @@ def _register(entry: Registered) -> None:
     REGISTRY[entry.name] = entry
 
 
-def check(name: str, *, table: frozenset[str] = frozenset()) -> Callable[[EnvironmentCheck], EnvironmentCheck]:
-    """Register an environment check under ``name``; ``table``: the keys each of its table rows holds (strings;
-    ``archs`` a list of strings; ``cuda`` optional for driver_floor)."""
+def check(
+    name: str, *, table: frozenset[str] = frozenset(), optional: frozenset[str] = frozenset()
+) -> Callable[[EnvironmentCheck], EnvironmentCheck]:
+    """Register an environment check under ``name``; ``table``: the keys its table rows hold (strings; ``archs`` a
+    list of strings), ``optional`` those a row may leave out."""
 
     def register(function: EnvironmentCheck) -> EnvironmentCheck:
-        _register(Registered(name, environment=function, table=table))
+        _register(Registered(name, environment=function, table=table, optional=optional))
         return function
 
     return register

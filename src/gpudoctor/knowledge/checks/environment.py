@@ -142,7 +142,9 @@ def _contains(versions: str, version: str | None) -> bool:
         return False
 
 
-@check("driver_floor", table=frozenset({"cuda", "driver", "package", "source", "versions"}))
+@check(
+    "driver_floor", table=frozenset({"cuda", "driver", "package", "source", "versions"}), optional=frozenset({"cuda"})
+)
 def driver_floor(environment: Environment, rule: Before) -> Found | None:
     """A package release that needs a newer driver than this one (the rule's table: package, versions, driver)."""
     driver = parse_version(environment.driver.version)
