@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 from conftest import ROOT, TESTS
 
-from gpudoctor.knowledge import load_known_issues, match_findings
-from gpudoctor.mechanisms import load_rules
+from gpudoctor.knowledge import load_knowledge, match_findings
 from gpudoctor.model import Device, Outcome, ProbeResult, Report
 from gpudoctor.report.codec import decode
 
@@ -23,9 +22,9 @@ EXPECTED = tomllib.loads((TESTS / "field_corpus" / "expected.toml").read_text())
 HELDOUT = tomllib.loads((TESTS / "field_corpus" / "heldout.toml").read_text())["report"]
 HELDOUT_EXPECTED = tomllib.loads((TESTS / "field_corpus" / "heldout-expected.toml").read_text())
 H100 = decode(json.loads((ROOT / "tests" / "fixtures" / "h100-suite-report.json").read_text()))
-ISSUES = load_known_issues()
-MECHANISMS = {m.id for m in load_rules().mechanisms}
-TOOLCHAINS = {t.id for t in load_rules().toolchains}
+ISSUES = load_knowledge()
+MECHANISMS = {e.id for e in ISSUES if e.in_run and e.in_run.patterns}  # the general entries: a class of failure
+TOOLCHAINS = {t.id for t in ISSUES.toolchains}
 
 
 def findings_for(quote: str) -> set[str]:

@@ -12,11 +12,11 @@ import sys
 import pytest
 from conftest import ROOT
 
-from gpudoctor.knowledge import load_known_issues, match_findings
+from gpudoctor.knowledge import load_knowledge, match_findings
 from gpudoctor.model import Device, Frame, Outcome, ProbeResult, Report
 from gpudoctor.report.codec import decode
 
-ISSUES = {issue.id: issue for issue in load_known_issues()}
+ISSUES = {issue.id: issue for issue in load_knowledge()}
 H100 = decode(json.loads((ROOT / "tests" / "fixtures" / "h100-suite-report.json").read_text()))
 
 # entry id -> (probe, outcome, the error text exactly as the report quotes it)

@@ -17,7 +17,7 @@ from gpudoctor.errors import GpuDoctorError
 from gpudoctor.kernel.calls import CallRequest, load_spec, parse_parameter, parse_shape, resolve_calls
 from gpudoctor.kernel.pipeline import gpu_targets
 from gpudoctor.kernel.scan import scan_package
-from gpudoctor.knowledge import load_known_issues, match_findings
+from gpudoctor.knowledge import load_knowledge, match_findings
 from gpudoctor.model import Driver, Environment, Gpu, Outcome, Platform, Report
 from gpudoctor.report.codec import decode, encode
 
@@ -387,7 +387,7 @@ def test_recorded_h100_host_indexing_crash_is_diagnosed_next_to_the_passing_cont
     assert recorded.result("custom-op/cuda").outcome is Outcome.PASS  # type: ignore[union-attr]
     assert recorded.result("kernel/cpu").outcome is Outcome.PASS  # type: ignore[union-attr]
     # Matching is pure: today's knowledge applied to the recorded results gives the same diagnosis.
-    findings = {f.id: f for f in match_findings(recorded, load_known_issues())}
+    findings = {f.id: f for f in match_findings(recorded, load_knowledge())}
     assert set(findings) == {"host-code-indexes-device-tensor"}
     assert findings["host-code-indexes-device-tensor"].evidence == (
         "static scan: copy_first.mojo:18: `output[0, 0] = input[0, 0]` (op copy_first, outside foreach)",
@@ -401,7 +401,7 @@ def test_recorded_h100_gpu_result_difference_is_caught() -> None:
     assert failed is not None and failed.outcome is Outcome.FAIL and failed.details["differs_from_cpu"] is True
     assert "12 of 12 elements beyond rtol=0.0001, atol=1e-05" in failed.summary
     assert "cuda 0.0 vs cpu -1.0" in failed.summary  # -2 + 2 on the GPU, -2 + 1 on the CPU
-    findings = {f.id for f in match_findings(recorded, load_known_issues())}
+    findings = {f.id for f in match_findings(recorded, load_knowledge())}
     assert findings == {"kernel-gpu-differs-from-cpu"}
 
 
@@ -413,7 +413,7 @@ def test_control_failing_too_blames_the_stack() -> None:
     stack_broken = dataclasses.replace(
         recorded, results=tuple(broken if r.id == control.id else r for r in recorded.results)
     )
-    findings = {f.id: f for f in match_findings(stack_broken, load_known_issues())}
+    findings = {f.id: f for f in match_findings(stack_broken, load_knowledge())}
     assert findings["control-kernel-fails-too"].evidence == (
         "kernel/cuda crash and the control kernel custom-op/cuda crash too",
     )
@@ -429,7 +429,7 @@ def test_recorded_two_gpu_runs_are_one_process_per_gpu_each_next_to_its_control(
         assert kernel is not None and control is not None
         assert (kernel.outcome, kernel.signal, control.outcome) == (Outcome.CRASH, "SIGSEGV", Outcome.PASS)
         assert kernel.command.startswith(f"CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES={index} ")
-    (finding,) = match_findings(crashed, load_known_issues())
+    (finding,) = match_findings(crashed, load_knowledge())
     assert finding.id == "host-code-indexes-device-tensor"
     assert finding.evidence[1:] == tuple(
         f"kernel/cuda:{i} crashed (SIGSEGV) while the control kernel custom-op/cuda:{i} passed on the same GPU "
@@ -441,7 +441,7 @@ def test_recorded_two_gpu_runs_are_one_process_per_gpu_each_next_to_its_control(
         result = healthy.result(f"kernel/cuda:{index}")
         assert result is not None and result.summary == "add_one ran on cuda and matches the CPU"
         assert result.details["compared_with_cpu"] is True
-    assert match_findings(healthy, load_known_issues()) == ()
+    assert match_findings(healthy, load_knowledge()) == ()
 
 
 def test_a_gpu_style_run_waits_for_the_cpu_run_only_when_it_compares(tmp_path: Path) -> None:

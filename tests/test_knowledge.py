@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT, run_cli, validate_report
 
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.knowledge import load_known_issues, match_findings
+from gpudoctor.knowledge import load_knowledge, match_findings
 from gpudoctor.model import Device, Frame, Outcome, ProbeResult, Report
 from gpudoctor.report.codec import decode
 
@@ -23,7 +23,7 @@ def _h100() -> Report:
 
 
 def test_shipped_known_issues_are_valid_and_cover_the_seeds() -> None:
-    issues = {i.id for i in load_known_issues()}
+    issues = {i.id for i in load_knowledge()}
     assert len(issues) >= 10
     for expected in (
         "torch-lacks-float8-e8m0fnu",
@@ -41,7 +41,7 @@ def test_shipped_known_issues_are_valid_and_cover_the_seeds() -> None:
 
 
 def test_recorded_h100_run_gives_only_notices() -> None:
-    findings = {f.id: f for f in match_findings(_h100(), load_known_issues())}
+    findings = {f.id: f for f in match_findings(_h100(), load_knowledge())}
     assert set(findings) == {"max-torch-moved", "cuda-initialised-before-fork"}
     assert findings["max-torch-moved"].evidence == ("max-import pass, bridge_module = 'max.experimental.torch'",)
     assert all(f.severity == "notice" for f in findings.values())
@@ -59,7 +59,7 @@ def test_seed_000_crash_matches_host_indexing_with_its_evidence() -> None:
         frames=(Frame("/site/max/engine/api.py", 125, "_Model_execute", "0x7f"),),
     )
     report = dataclasses.replace(report, results=(*report.results, crash))
-    (finding,) = [f for f in match_findings(report, load_known_issues()) if f.id == "host-code-indexes-device-tensor"]
+    (finding,) = [f for f in match_findings(report, load_knowledge()) if f.id == "host-code-indexes-device-tensor"]
     assert finding.evidence == ("custom-op/cuda crash (SIGSEGV), matching '_Model_execute'",)
     assert "foreach" in finding.fix
 
@@ -69,12 +69,12 @@ def test_version_constraints_and_predicates() -> None:
     env = report.environment
     old_driver = dataclasses.replace(env, driver=dataclasses.replace(env.driver, cuda_driver_version="12.4"))
     findings = {
-        f.id: f for f in match_findings(dataclasses.replace(report, environment=old_driver), load_known_issues())
+        f.id: f for f in match_findings(dataclasses.replace(report, environment=old_driver), load_knowledge())
     }
     assert findings["driver-older-than-torch-cuda"].evidence[0].startswith("torch was built for CUDA 13.0")
     # max.torch moved only applies from MAX 26.7 on
     old_max = dataclasses.replace(env, packages={**env.packages, "max": "26.1.0.dev2026010305"})
-    ids = {f.id for f in match_findings(dataclasses.replace(report, environment=old_max), load_known_issues())}
+    ids = {f.id for f in match_findings(dataclasses.replace(report, environment=old_max), load_knowledge())}
     assert "max-torch-moved" not in ids
 
 
@@ -82,32 +82,32 @@ def test_version_constraints_and_predicates() -> None:
     ("entry", "message"),
     [
         (
-            'title = "t"\nexplanation = "e"\nfix = "f"\nevidence = [{probe = "p", outcome = "fail"}]',
+            'title = "t"\nexplanation = "e"\nfix = "f"\nin_run.evidence = [{probe = "p", outcome = "fail"}]',
             "issue #1: field 'id' must be a non-empty string",
         ),
         (
-            BASE + 'evidence = [{probe = "p", outcome = "exploded"}]',
+            BASE + 'in_run.evidence = [{probe = "p", outcome = "exploded"}]',
             "issue #1 (x): evidence #1: field 'outcome'",
         ),
         (
-            BASE + 'evidence = [{probe = "p", outcome = "fail", pattern = "("}]',
+            BASE + 'in_run.evidence = [{probe = "p", outcome = "fail", pattern = "("}]',
             "issue #1 (x): evidence #1: field 'pattern' is not a valid regex",
         ),
         (
-            BASE + 'affects = {torch = "<<2"}\nevidence = [{probe = "p", outcome = "fail"}]',
+            BASE + 'affects = {torch = "<<2"}\nin_run.evidence = [{probe = "p", outcome = "fail"}]',
             "issue #1 (x): field 'affects.torch' is not a version specifier",
         ),
         (BASE, "issue #1 (x): needs at least one 'evidence' item"),
         (
-            BASE + 'predicates = ["nope"]',
+            BASE + 'over_report.predicates = ["nope"]',
             "issue #1 (x): field 'predicates' names unknown predicate 'nope'",
         ),
         (
-            BASE + 'severity = "meh"\nevidence = [{probe = "p", outcome = "fail"}]',
+            BASE + 'severity = "meh"\nin_run.evidence = [{probe = "p", outcome = "fail"}]',
             "issue #1 (x): field 'severity' must be one of problem, notice",
         ),
         (
-            BASE + "colour = 1\nevidence = []",
+            BASE + "colour = 1\nin_run.evidence = []",
             "issue #1: unknown field 'colour'",
         ),
     ],
@@ -116,7 +116,7 @@ def test_malformed_known_issue_names_entry_and_field(tmp_path: Path, entry: str,
     path = tmp_path / "known_issues.toml"
     path.write_text("[[issue]]\n" + entry + "\n")
     with pytest.raises(GpuDoctorError) as raised:
-        load_known_issues(path)
+        load_knowledge((path,))
     assert str(path) in raised.value.message and message in raised.value.message
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 from conftest import ROOT, validate_report
 
 from gpudoctor.facts.stack import device_nodes_fact, library_fact
+from gpudoctor.knowledge import load_knowledge, preflight
+from gpudoctor.knowledge.registry import REGISTRY
 from gpudoctor.model import Driver, Environment
-from gpudoctor.preflight import CHECKS, load_rules, preflight
 from gpudoctor.report.codec import decode
 from gpudoctor.stackfacts import BuildFacts, DeviceNodes, LibraryFact, RuntimeCompiler, StackFacts
 
@@ -89,9 +90,9 @@ def test_packages_of_different_releases_installed_together() -> None:
 
 
 def test_the_rules_are_valid_data_and_name_real_checks() -> None:
-    rules = load_rules()
-    assert {r.check for r in rules} == set(CHECKS)
-    assert len({r.id for r in rules}) == len(rules)
+    rules = [(entry.before.id or entry.id, entry.before) for entry in load_knowledge() if entry.before]
+    assert {r.check for _, r in rules} == {name for name, c in REGISTRY.items() if c.environment}
+    assert len({rule_id for rule_id, _ in rules}) == len(rules)
 
 
 # The /proc file as the NVIDIA driver writes it (proprietary and open module), and a maps line as the loader

@@ -231,7 +231,7 @@ def test_the_adjacent_stacks_recorded_on_the_h100_and_what_the_doctor_made_of_th
     14.2 and numba-cuda 0.30.4 staged as wheels): cpp_extension builds C++ and CUDA ops, Triton and CuPy kernels
     run; numba-cuda fails at import on NumPy 2.5 (np.row_stack is gone), and the mechanism names it. Pre-flight
     reads Triton's two ptxas (12.8, and 12.9 for Blackwell) and finds nothing wrong for an H100 on driver 580."""
-    from gpudoctor.knowledge import load_known_issues, match_findings
+    from gpudoctor.knowledge import load_knowledge, match_findings
 
     recorded = ROOT / "tests" / "fixtures" / "h100" / "h100-adjacent-stacks.json"
     report = decode(json.loads(recorded.read_text()))
@@ -244,7 +244,7 @@ def test_the_adjacent_stacks_recorded_on_the_h100_and_what_the_doctor_made_of_th
     assert build is not None
     ptxas = (build.nvcc_cuda, build.triton_ptxas_cuda, build.triton_ptxas_blackwell_cuda)
     assert ptxas == ("13.0", "12.8", "12.9")
-    findings = {f.id: f for f in match_findings(report, load_known_issues())}
+    findings = {f.id: f for f in match_findings(report, load_knowledge())}
     assert findings["attribute-missing-numba"].runs == ("numba-cuda/cuda",)
     assert "numpy.row_stack" in findings["attribute-missing-numba"].explanation
     assert not {"triton-ptxas-vs-gpu-preflight", "cpp-extension-cuda-mismatch-preflight"} & set(findings)

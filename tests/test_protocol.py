@@ -15,7 +15,7 @@ from conftest import ROOT, SYNTHETIC
 
 from gpudoctor import protocol
 from gpudoctor.kernel.pipeline import KERNEL_SPEC
-from gpudoctor.knowledge import load_known_issues
+from gpudoctor.knowledge import load_knowledge
 from gpudoctor.model import Device, Outcome, ProbeSpec, Report
 from gpudoctor.patches import patch_file
 from gpudoctor.report.codec import decode
@@ -78,8 +78,8 @@ def test_every_detail_key_the_doctor_reads_is_declared_by_a_probe() -> None:
     declared = {key for spec in SPECS.values() for key in spec.details} | set(protocol.HARNESS_DETAILS)
     read_by_code = {v for k, v in vars(protocol.DetailKey).items() if k.isupper()}
     assert read_by_code <= declared
-    for issue in load_known_issues():
-        for evidence in issue.evidence:
+    for issue in load_knowledge():
+        for evidence in issue.in_run.evidence if issue.in_run else ():
             if evidence.probe == "*":
                 assert not evidence.detail, issue.id  # detail keys belong to one probe
                 continue

@@ -124,7 +124,7 @@ def test_seed_000_run_and_bisected_on_the_h100_is_the_scripts_fault() -> None:
     `gpudoctor run` shows the Python frames of the dying process and the libcuda and libmax it had mapped (no gdb
     there: the report says so and how to get it). Here, the scan of the kernels beside the script, with the
     recorded crash, names the line at fault."""
-    from gpudoctor.knowledge import load_known_issues, match_findings
+    from gpudoctor.knowledge import load_knowledge, match_findings
     from gpudoctor.reproducer.command import Reproducer
     from gpudoctor.reproducer.diagnose import HOST_INDEXING_DETAIL, host_indexing_lines
 
@@ -149,12 +149,12 @@ def test_seed_000_run_and_bisected_on_the_h100_is_the_scripts_fault() -> None:
                      "input[0, 0]` (op copy_first, outside foreach)"]  # fmt: skip
     scanned = dataclasses.replace(report, results=(
         dataclasses.replace(result, details={HOST_INDEXING_DETAIL: lines}),))  # fmt: skip
-    (finding,) = [f for f in match_findings(scanned, load_known_issues()) if f.severity == "problem"]
+    (finding,) = [f for f in match_findings(scanned, load_knowledge()) if f.severity == "problem"]
     assert finding.id == "reproducer-kernel-indexes-device-tensor" and finding.runs == ("reproducer",)
     assert "copy_first.mojo:17" in finding.evidence[0]
     on_cpu = dataclasses.replace(scanned, environment=dataclasses.replace(
         report.environment, driver=dataclasses.replace(report.environment.driver, gpus=())))  # fmt: skip
-    assert not [f for f in match_findings(on_cpu, load_known_issues()) if f.severity == "problem"]
+    assert not [f for f in match_findings(on_cpu, load_knowledge()) if f.severity == "problem"]
 
 
 def test_seed_002_on_cuda_bisected_on_the_h100() -> None:

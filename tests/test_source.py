@@ -17,7 +17,7 @@ from gpudoctor.errors import GpuDoctorError
 from gpudoctor.facts.inventory import collect_environment
 from gpudoctor.kernel.source import check_source, load_rules, shipped_rules, translate
 from gpudoctor.kernel.source.check import changes_between
-from gpudoctor.knowledge import load_known_issues, match_findings
+from gpudoctor.knowledge import load_knowledge, match_findings
 from gpudoctor.model import Device, Outcome, ProbeResult, Report
 
 KERNELS = ROOT / "kernels"
@@ -134,7 +134,7 @@ def test_the_real_compilers_generic_diagnostics_are_translated(tmp_path: Path) -
     report = Report(
         doctor_version="test", created="2026-11-23T00:00:00+00:00", environment=environment, results=(result,)
     )
-    issue = next(i for i in load_known_issues() if i.id == "mojo-keyword-churn")
+    issue = next(i for i in load_knowledge() if i.id == "mojo-keyword-churn")
     assert issue.shown == "reproduced here"
     assert "mojo-keyword-churn" in {f.id for f in match_findings(report, [issue])}
 

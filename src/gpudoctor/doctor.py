@@ -17,12 +17,11 @@ from gpudoctor.errors import GpuDoctorError
 from gpudoctor.facts.interpreter import resolve_python
 from gpudoctor.facts.inventory import collect_environment
 from gpudoctor.kernel.section import KernelSection
-from gpudoctor.knowledge import load_known_issues, match_findings
+from gpudoctor.knowledge import match_findings, preflight
 from gpudoctor.matrix.query import machine_timelines, pin_options
 from gpudoctor.matrix.schema import Row
-from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, ProbeSpec, Report
+from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, ProbeSpec, Report, Severity
 from gpudoctor.patches import PATCH_FILES_ENV, PATCH_MODULES, patch_file
-from gpudoctor.preflight import preflight
 from gpudoctor.process.cancel import CancelScope
 from gpudoctor.suite.caches import expected_durations, record_durations
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
@@ -71,7 +70,7 @@ def make_report(
         results=tuple(results),
         kernel=kernel,
     )
-    findings = preflight(environment) + match_findings(report, load_known_issues())
+    findings = preflight(environment) + match_findings(report)
     return dataclasses.replace(report, findings=findings)
 
 
@@ -284,7 +283,7 @@ def pin_advice(report: Report, rows: Sequence[Row], known: Iterable[str]) -> Fin
         "fail here. First, what the matrix recorded for these probes across MAX releases on this machine. "
         "`gpudoctor matrix near` shows every nearby row and what changing one thing did.",
         fix=fix or "Install the versions named above.",
-        severity="notice",
+        severity=Severity.NOTICE,
     )
 
 

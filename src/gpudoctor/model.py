@@ -18,6 +18,13 @@ from gpudoctor.stackfacts import StackFacts
 SCHEMA_VERSION = 1
 
 
+class Severity(enum.StrEnum):  # a StrEnum: a report's JSON and its text hold the same words they always did
+    """How much a finding matters: a problem (something breaks; the doctor exits 1) or a notice (worth knowing)."""
+
+    PROBLEM = "problem"
+    NOTICE = "notice"
+
+
 class Outcome(str, enum.Enum):
     """What happened when a probe ran."""
 
@@ -238,7 +245,7 @@ class Finding:
 
     id: str
     title: str
-    severity: str = field(default="problem", kw_only=True)  # "problem" or "notice"
+    severity: Severity = field(default=Severity.PROBLEM, kw_only=True)
     evidence: tuple[str, ...]
     runs: tuple[str, ...] = field(default=(), kw_only=True)  # the run ids whose results matched the evidence
     explanation: str
@@ -247,6 +254,11 @@ class Finding:
     patch: str | None = None
     patch_verified: bool | None = None  # None: not tried; True only when the patched rerun passed
     patch_note: str | None = None
+
+    @property
+    def is_problem(self) -> bool:
+        """A finding that makes the doctor exit 1."""
+        return self.severity == Severity.PROBLEM
 
 
 @dataclass(frozen=True)
@@ -279,7 +291,7 @@ class Report:
     @property
     def problem_findings(self) -> int:
         """How many findings are problems (not notices)."""
-        return sum(f.severity == "problem" for f in self.findings)
+        return sum(f.is_problem for f in self.findings)
 
     @property
     def interrupted(self) -> bool:

@@ -34,12 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: Sequence[str]) -> int:
     from gpudoctor.atomic import atomic_write
     from gpudoctor.facts.interpreter import resolve_python, site_packages
-    from gpudoctor.knowledge import load_known_issues
+    from gpudoctor.knowledge import load_knowledge
     from gpudoctor.patches import HOOK_MODULE, HOOK_PTH, PATCH_MODULES, install_files, installed_file, patch_file
 
     options = build_parser().parse_args(argv)
     if options.command == "list":
-        issues = {issue.patch: issue for issue in load_known_issues() if issue.patch}
+        issues = {issue.patch: issue for issue in load_knowledge() if issue.patch}
         for patch in sorted(PATCH_MODULES):
             issue = issues.get(patch)
             print(f"{patch}: {issue.title if issue else 'no known issue names it'}")

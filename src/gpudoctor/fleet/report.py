@@ -74,7 +74,7 @@ class NodeRun:
 
     @property
     def findings(self) -> tuple[str, ...]:
-        return tuple(sorted({f.id for report in self.reports for f in report.findings if f.severity == "problem"}))
+        return tuple(sorted({f.id for report in self.reports for f in report.findings if f.is_problem}))
 
     def to_dict(self) -> dict[str, Any]:
         return {

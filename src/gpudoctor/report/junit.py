@@ -80,7 +80,7 @@ def junit_suite(report: Report, suite: str = "gpudoctor") -> ET.Element:
             ET.SubElement(case, "system-out").text = _text(result.stdout_tail[-_STDERR_CHARS:])
         cases.append(case)
     for finding in report.findings:
-        if finding.severity == "problem" and not finding.runs:
+        if finding.is_problem and not finding.runs:
             case = ET.Element("testcase", {"classname": f"{suite}.preflight", "name": _text(finding.id), "time": "0"})
             element = ET.SubElement(case, "failure", {"message": _text(f"{finding.title} | fix: {finding.fix}"),
                                                       "type": "finding"})  # fmt: skip

@@ -171,7 +171,7 @@ def _summary_markdown(report: Report) -> str:
     ran = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items(), key=lambda item: -item[1]))
     if patched := sum(r.patched for r in report.results):
         ran += f"; {patched} of them with a verified patch applied"
-    problems = [f.title for f in report.findings if f.severity == "problem"]
+    problems = [f.title for f in report.findings if f.is_problem]
     verdict = "**healthy**" if report.exit_code == 0 else "**problems found**"
     line = f"{verdict}: {len(report.results)} probe runs ({ran or 'none'})"
     if problems:

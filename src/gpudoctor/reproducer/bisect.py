@@ -50,7 +50,7 @@ def way_of(report: Report | None, reason: str = "") -> Way:
         return Way("not built", reason.splitlines()[0][:160] if reason else "")
     if result.outcome is Outcome.PASS:
         return Way("pass")
-    named = sorted(f.id for f in report.findings if RUN_ID in f.runs and f.severity == "problem")
+    named = sorted(f.id for f in report.findings if RUN_ID in f.runs and f.is_problem)
     if result.outcome is Outcome.CRASH:
         detail = result.signal or "crash"
     elif result.outcome is Outcome.FAIL:

@@ -96,7 +96,7 @@ def _examined(cell_result: CellResult, envs_dir: Path, search: BisectSearch, ind
     way = way_of(report, cell_result.reason)
     search.record(index, way)
     result = report.result(RUN_ID) if report is not None else None
-    findings = tuple((f.id, f.title) for f in report.findings if f.severity == "problem") if report else ()
+    findings = tuple((f.id, f.title) for f in report.findings if f.is_problem) if report else ()
     summary = result.summary if result is not None else cell_result.reason
     return Examined(search.versions[index], way, Verdict.NOT_BUILT, summary[:500], findings, cell_result.report,
                     cell_result.duration_s, cell_result.reused)  # fmt: skip

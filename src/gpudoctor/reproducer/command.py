@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpudoctor.model import Device, Finding, NativeStacks, Outcome, ProbeResult
+from gpudoctor.model import Device, Finding, NativeStacks, Outcome, ProbeResult, Severity
 from gpudoctor.process.cancel import Cancelled, CancelScope
 from gpudoctor.process.endings import classify_ending, signal_name
 from gpudoctor.process.supervise import supervise
@@ -261,7 +261,7 @@ def left_running_finding(result: ProbeResult) -> Finding | None:
     return Finding(
         id=LEFT_RUNNING_ISSUE,
         title=f"Your command left {len(named)} process{'es' if len(named) > 1 else ''} running; gpudoctor ended {them}",
-        severity="notice",
+        severity=Severity.NOTICE,
         evidence=named,
         runs=(result.id,),
         explanation="When your command ended, processes it had started were still running: left in its process "

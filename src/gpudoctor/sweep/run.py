@@ -173,7 +173,7 @@ class Sweep:
             cell,
             CellStatus.PROBLEM if report.exit_code else CellStatus.HEALTHY,
             _summary(report),
-            findings=tuple(f.id for f in report.findings if f.severity == "problem"),
+            findings=tuple(f.id for f in report.findings if f.is_problem),
             problems=tuple(r.id for r in report.results if r.outcome.is_problem),
             installed=dict(built.installed),
             report=str(report_file.relative_to(self.options.envs_dir)),
@@ -263,7 +263,7 @@ def _summary(report: Report) -> str:
     if not problems and not report.findings:
         return "every probe that ran passed"
     parts = [f"{r.id}: {r.outcome.value}" for r in problems]
-    parts += [f"finding {f.id}" for f in report.findings if f.severity == "problem"]
+    parts += [f"finding {f.id}" for f in report.findings if f.is_problem]
     return "; ".join(parts) or "notices only"
 
 

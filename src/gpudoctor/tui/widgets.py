@@ -161,7 +161,7 @@ def findings_text(report: Report) -> Text:
         return Text("no known issue matched this run")
     text = Text()
     for finding in report.findings:
-        text.append(f"{finding.severity}: ", style="bold red" if finding.severity == "problem" else "bold")
+        text.append(f"{finding.severity}: ", style="bold red" if finding.is_problem else "bold")
         text.append(safe_text(finding.title) + "\n", style="bold")
         for evidence in finding.evidence:
             text.append("  evidence: " + safe_text(evidence) + "\n")

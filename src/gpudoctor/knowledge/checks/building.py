@@ -1,4 +1,4 @@
-"""Pre-flight checks of what building and loading GPU code needs: CUDA libraries the loader finds for the packages
+"""Environment checks of what building and loading GPU code needs: CUDA libraries the loader finds for the packages
 installed (gpudoctor.facts.libraries), and the toolkit, host compiler, arch list and tools of torch.utils.cpp_extension
 (gpudoctor.facts.buildtools). Pure functions of the inventory, like the other checks."""
 
@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpudoctor.knowledge.checks.common import parse_version
+from gpudoctor.knowledge.entry import Before
+from gpudoctor.knowledge.registry import Found, check
 from gpudoctor.model import Environment
-from gpudoctor.preflight.rule import Found, Rule, parse_version
 from gpudoctor.stackfacts import BuildFacts
 
 
-def package_libraries(environment: Environment, rule: Rule) -> Found | None:
+@check("package_libraries", table=frozenset({"library", "package", "why"}))
+def package_libraries(environment: Environment, rule: Before) -> Found | None:
     """A package installed whose CUDA library (the rule's table: package, library) neither the dynamic loader nor
     pip's nvidia-* wheels provide; libcuda.so only where a driver is installed (without one, nothing needs it)."""
     libraries = environment.stack.libraries
@@ -46,7 +49,8 @@ def _major(text: Any) -> int | None:
     return parsed.major if parsed is not None else None
 
 
-def extension_cuda_mismatch(environment: Environment, rule: Rule) -> Found | None:
+@check("extension_cuda_mismatch")
+def extension_cuda_mismatch(environment: Environment, rule: Before) -> Found | None:
     """nvcc's CUDA major release against the one torch was built for: cpp_extension refuses to build across them."""
     build, torch_cuda = _build(environment), environment.stack.torch_cuda
     nvcc_cuda = build.nvcc_cuda
@@ -57,7 +61,8 @@ def extension_cuda_mismatch(environment: Environment, rule: Rule) -> Found | Non
                    f"is {torch_cuda}"]  # fmt: skip
 
 
-def host_compiler_too_new(environment: Environment, rule: Rule) -> Found | None:
+@check("host_compiler_too_new")
+def host_compiler_too_new(environment: Environment, rule: Before) -> Found | None:
     """A gcc newer than the toolkit's host_config.h accepts."""
     build = _build(environment)
     major, newest = build.host_compiler_major, build.newest_host_gcc
@@ -70,7 +75,8 @@ def host_compiler_too_new(environment: Environment, rule: Rule) -> Found | None:
     return found, [said]
 
 
-def arch_list_invalid(environment: Environment, rule: Rule) -> Found | None:
+@check("arch_list_invalid")
+def arch_list_invalid(environment: Environment, rule: Before) -> Found | None:
     """TORCH_CUDA_ARCH_LIST entries the installed torch does not accept (its cpp_extension's own list)."""
     wanted, names = environment.env_vars.get("TORCH_CUDA_ARCH_LIST"), _build(environment).arch_names
     if not wanted or wanted.strip() in ("native", "all") or names is None:
@@ -84,7 +90,8 @@ def arch_list_invalid(environment: Environment, rule: Rule) -> Found | None:
     return found, [f"TORCH_CUDA_ARCH_LIST={wanted!r}: torch {torch} does not know {', '.join(unknown)}"]
 
 
-def extension_tools_missing(environment: Environment, rule: Rule) -> Found | None:
+@check("extension_tools_missing")
+def extension_tools_missing(environment: Environment, rule: Before) -> Found | None:
     """torch installed, and what its cpp_extension needs absent: setuptools, ninja (any build), nvcc (CUDA builds)."""
     build = environment.stack.build
     if not environment.packages.get("torch") or build is None:
@@ -101,7 +108,8 @@ def extension_tools_missing(environment: Environment, rule: Rule) -> Found | Non
     return {"missing": " and ".join(missing)}, [f"missing: {m}" for m in missing]
 
 
-def triton_ptxas_vs_gpu(environment: Environment, rule: Rule) -> Found | None:
+@check("triton_ptxas_vs_gpu", table=frozenset({"capability_max", "capability_min", "cuda_max", "cuda_min", "source"}))
+def triton_ptxas_vs_gpu(environment: Environment, rule: Before) -> Found | None:
     """The ptxas Triton assembles with against each GPU (the rule's table: which CUDA releases of ptxas know which
     compute capabilities) and against the driver's CUDA major release."""
     build = _build(environment)
@@ -145,7 +153,7 @@ def triton_ptxas_vs_gpu(environment: Environment, rule: Rule) -> Found | None:
     return found, list(dict.fromkeys(lines))
 
 
-def _newer_compilers(environment: Environment, rule: Rule, across_major: bool) -> Found | None:
+def _newer_compilers(environment: Environment, rule: Before, across_major: bool) -> Found | None:
     """Runtime compilers (NVRTC, NVVM) newer than the CUDA release the driver supports, where a package installed
     (the rule's table: compiler, package, use) compiles with them: across a major release, or within the driver's."""
     driver = _release(environment.driver.cuda_driver_version)
@@ -175,11 +183,13 @@ def _newer_compilers(environment: Environment, rule: Rule, across_major: bool) -
     return {"compilers": ", ".join(dict.fromkeys(names)), "driver_cuda": driver_cuda, "cuda": releases[0]}, lines
 
 
-def runtime_compiler_newer_major(environment: Environment, rule: Rule) -> Found | None:
+@check("runtime_compiler_newer_major", table=frozenset({"compiler", "package", "use"}))
+def runtime_compiler_newer_major(environment: Environment, rule: Before) -> Found | None:
     """A runtime compiler of a newer CUDA major release than the driver's: nothing it builds loads."""
     return _newer_compilers(environment, rule, across_major=True)
 
 
-def runtime_compiler_newer_minor(environment: Environment, rule: Rule) -> Found | None:
+@check("runtime_compiler_newer_minor", table=frozenset({"compiler", "package", "use"}))
+def runtime_compiler_newer_minor(environment: Environment, rule: Before) -> Found | None:
     """A runtime compiler of the driver's CUDA major release but a newer minor one: its PTX does not load."""
     return _newer_compilers(environment, rule, across_major=False)

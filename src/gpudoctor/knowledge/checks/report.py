@@ -1,0 +1,184 @@
+"""Report predicates (an entry's ``over_report`` clause): what a whole report shows that no single run's text does —
+the kernel package's static scan against its runs, a kernel run against its control, torch's CUDA against the
+driver's. Pure functions of a Report; each returns what it saw and the run it saw it in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpudoctor.kernel.section import KernelOp
+from gpudoctor.knowledge.checks.common import parse_version
+from gpudoctor.knowledge.registry import PredicateEvidence, predicate
+from gpudoctor.model import Device, Outcome, ProbeResult, Report
+from gpudoctor.protocol import DetailKey
+from gpudoctor.reproducer.command import HOST_INDEXING_DETAIL, RUN_ID
+
+KERNEL_PROBE = "kernel"  # `gpudoctor kernel`: the user's package
+CONTROL_PROBE = "custom-op"  # the control kernel run next to it
+
+
+@predicate("torch_cuda_newer_than_driver")
+def torch_cuda_newer_than_driver(report: Report) -> list[PredicateEvidence]:
+    driver = parse_version(report.environment.driver.cuda_driver_version)
+    for result in report.results:
+        torch_cuda = parse_version(result.details.get(DetailKey.TORCH_CUDA))
+        if driver and torch_cuda and torch_cuda.release[:2] > driver.release[:2]:
+            text = (
+                f"torch was built for CUDA {result.details[DetailKey.TORCH_CUDA]}, the driver supports CUDA "
+                f"{report.environment.driver.cuda_driver_version} ({result.id})"
+            )
+            return [(text, None)]
+    return []
+
+
+def _control_id(result: ProbeResult) -> str:
+    """The control run next to a kernel run: kernel/cuda:1 -> custom-op/cuda:1."""
+    return CONTROL_PROBE + result.id[len(result.probe) :]
+
+
+def _kernel_runs(report: Report) -> list[tuple[ProbeResult, ProbeResult | None]]:
+    return [(r, report.result(_control_id(r))) for r in report.results if r.probe == KERNEL_PROBE]
+
+
+def _scanned_ops(report: Report, called: bool) -> list[KernelOp]:
+    """The scanned ops this run called (``called``) or did not call. With no call at all (the package was only
+    compiled) every op counts as called: the scan is all the run has to judge the package by."""
+    if not report.kernel:
+        return []
+    names = {call["op"] for call in report.kernel["calls"]}
+    ops = report.kernel["scan"]["ops"]
+    return [op for op in ops if (not names or op["name"] in names) is called]
+
+
+def _runs_contradict_scan(report: Report) -> bool:
+    """Every device's kernel run passed against the user's reference: what the static scan suspects did not
+    happen on any device that ran (a scan that lost its way in the source, or code that is right after all)."""
+    runs = [r for r, _ in _kernel_runs(report)]
+    return (
+        bool(runs)
+        and all(r.outcome is Outcome.PASS and r.details.get(DetailKey.RESULTS_CHECKED) == "reference" for r in runs)
+        and any(r.device is Device.CUDA for r in runs)
+    )
+
+
+@predicate("kernel_host_indexing")
+def kernel_host_indexing(report: Report) -> list[PredicateEvidence]:
+    """The lines of the user's execute() that index tensors outside foreach (from the static scan), in the ops
+    this run called — unless every device's run passed against a reference (then a notice says what the scan saw)."""
+    if _runs_contradict_scan(report):
+        return []
+    return [
+        (f"static scan: {line['file']}:{line['line']}: `{line['text']}` (op {op['name']}, outside foreach)", None)
+        for op in _scanned_ops(report, called=True)
+        for line in op["host_indexing"]
+    ]
+
+
+@predicate("kernel_host_indexing_contradicted")
+def kernel_host_indexing_contradicted(report: Report) -> list[PredicateEvidence]:
+    """The scan's lines when every device's run passed against the reference, GPU included."""
+    if not _runs_contradict_scan(report):
+        return []
+    return [
+        (f"static scan: {line['file']}:{line['line']}: `{line['text']}` (op {op['name']}); every device passed "
+         "against your reference", None)
+        for op in _scanned_ops(report, called=True)
+        for line in op["host_indexing"]
+    ]  # fmt: skip
+
+
+@predicate("kernel_host_indexing_not_called")
+def kernel_host_indexing_not_called(report: Report) -> list[PredicateEvidence]:
+    """The same lines in ops of the package that this run did not call: what the scan saw there, not a verdict
+    on the ops that ran."""
+    return [
+        (
+            f"static scan: {line['file']}:{line['line']}: `{line['text']}` (op {op['name']}, outside foreach; "
+            f"{op['name']} was not called in this run)",
+            None,
+        )
+        for op in _scanned_ops(report, called=False)
+        for line in op["host_indexing"]
+    ]
+
+
+@predicate("reproducer_host_indexing")
+def reproducer_host_indexing(report: Report) -> list[PredicateEvidence]:
+    """`gpudoctor run`: a reproducer that crashed on a GPU stack, with lines of the Mojo packages beside it that
+    index tensors from host code (the static scan of gpudoctor.reproducer.diagnose)."""
+    result = report.result(RUN_ID)
+    if result is None or result.outcome is not Outcome.CRASH or not report.environment.driver.gpus:
+        return []
+    lines = result.details.get(HOST_INDEXING_DETAIL)
+    if not isinstance(lines, list):
+        return []
+    return [(f"static scan: {line}", result.id) for line in lines if isinstance(line, str)]
+
+
+@predicate("kernel_crashes_where_control_passes")
+def kernel_crashes_where_control_passes(report: Report) -> list[PredicateEvidence]:
+    evidence: list[PredicateEvidence] = []
+    for kernel, control in _kernel_runs(report):
+        crashed = kernel.device is Device.CUDA and kernel.outcome is Outcome.CRASH
+        if crashed and control is not None and control.outcome is Outcome.PASS:
+            text = (
+                f"{kernel.id} crashed ({kernel.signal or 'no signal'}) while the control kernel "
+                f"{control.id} passed on the same GPU and stack"
+            )
+            evidence.append((text, kernel.id))
+    return evidence
+
+
+@predicate("control_fails_with_kernel")
+def control_fails_with_kernel(report: Report) -> list[PredicateEvidence]:
+    return [
+        (f"{k.id} {k.outcome.value} and the control kernel {c.id} {c.outcome.value} too", k.id)
+        for k, c in _kernel_runs(report)
+        if c is not None and k.outcome.is_problem and c.outcome.is_problem
+    ]
+
+
+MAX_SOURCE_EVIDENCE = 12
+
+
+@predicate("kernel_source_rejected")
+def kernel_source_rejected(report: Report) -> list[PredicateEvidence]:
+    """Lines of the user's package that the installed MAX does not accept (the version-aware source check),
+    and the compiler diagnostics they explain."""
+    from gpudoctor.kernel.source.check import from_dict, translate
+    from gpudoctor.kernel.source.render import run_there_command
+
+    if not report.kernel or "source" not in report.kernel:
+        return []
+    check = from_dict(report.kernel["source"])
+    version = check.installed.get("max")
+    rejected = [h for h in check.rejected() if h.rule.package == "max"]
+    if not rejected or version is None:
+        return []
+    evidence: list[PredicateEvidence] = []
+    written = check.written_for_text()
+    evidence.append(
+        (
+            f"source check: written for {written or 'an unknown MAX release'}; {len(rejected)} line(s) are not "
+            f"accepted by the installed max {version}",
+            None,
+        )
+    )
+    explained = set()
+    for kernel, _ in _kernel_runs(report):
+        diagnostics = kernel.details.get(DetailKey.COMPILE_ERRORS)
+        if isinstance(diagnostics, list):
+            for translation in translate([str(d) for d in diagnostics], check):
+                evidence.append((translation.statement(), kernel.id))
+                explained.add(translation.hit)
+    rest = [hit for hit in rejected if hit not in explained]
+    evidence += [(hit.statement(version), None) for hit in rest[:MAX_SOURCE_EVIDENCE]]
+    if len(rest) > MAX_SOURCE_EVIDENCE:
+        evidence.append(
+            (f"... and {len(rest) - MAX_SOURCE_EVIDENCE} more line(s): gpudoctor scan PATH lists all", None)
+        )
+    command = run_there_command(check, Path(report.kernel["package"]), report.environment.packages.get("torch"))
+    if command:
+        evidence.append((f"to run it on the release it was written for: {command}", None))
+    return list(dict.fromkeys(evidence))

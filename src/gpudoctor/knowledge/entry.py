@@ -1,0 +1,124 @@
+"""The knowledge model: one entry type, an Explanation of one failure, with up to three clauses saying when it can
+be seen (before a run, in a run, over the report), and the toolchains whose errors the in-run clauses tell apart.
+
+Loaded and validated by ``knowledge.load``; applied by ``knowledge.before`` and ``knowledge.match``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+
+from gpudoctor.model import Outcome, Severity
+
+ANY_PROBE = "*"
+SHOWN = ("reproduced here", "on the H100", "text only")
+
+
+@dataclass(frozen=True)
+class Before:
+    """Seen before any run: a named environment check (``knowledge.checks``) and the data it reads (``libraries``,
+    ``same_version``, ``same_major``, ``table``: the rows its registration declares). ``id`` and ``severity``, when
+    given, are the finding's before a run: an id reports have always carried there, a notice where only a run
+    shows it for certain."""
+
+    check: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+    id: str | None = None
+    severity: Severity | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One observable sign in one probe result: its probe (or run id, or "*" for any), outcome, signal, a pattern
+    over its text, and expected details."""
+
+    probe: str
+    outcome: Outcome
+    signal: str | None = None
+    pattern: re.Pattern[str] | None = None
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class InRun:
+    """Seen in a run. Either ``evidence`` (signs in named probes, from one ``toolchain`` when given) or ``patterns``
+    (a class of failure in any failing run's text, from one of ``toolchains``, or ``implied`` when the text names
+    none; ``unless`` patterns mean another consumer of the same words)."""
+
+    evidence: tuple[Evidence, ...] = ()
+    toolchain: str | None = None
+    patterns: tuple[re.Pattern[str], ...] = ()
+    unless: tuple[re.Pattern[str], ...] = ()
+    toolchains: tuple[str, ...] = ()
+    implied: str | None = None
+
+    def search(self, text: str) -> re.Match[str] | None:
+        """The first of ``patterns`` found in ``text``, unless one of ``unless`` is there too."""
+        if any(pattern.search(text) for pattern in self.unless):
+            return None  # the words are this entry's, the consumer another's
+        return next((found for pattern in self.patterns if (found := pattern.search(text))), None)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """One failure, explained once: its texts (templates: ``knowledge.text.fill``) and when it can be seen.
+
+    ``specific``: a finding of this entry explains its runs, and the general (``patterns``) entries stay silent
+    there. ``fixes``: the fix per toolchain, for entries that tell toolchains apart. ``affects``: the releases it
+    applies to (package names, or "driver" / "cuda-driver"). ``shown``: how it was shown (reproduced here, on the
+    H100, or on its report's text only)."""
+
+    id: str
+    title: str
+    severity: Severity
+    explanation: str
+    fix: str
+    references: tuple[str, ...] = ()
+    patch: str | None = None
+    shown: str | None = None
+    specific: bool = False
+    affects: Mapping[str, SpecifierSet] = field(default_factory=dict)
+    fixes: Mapping[str, str] = field(default_factory=dict)
+    before: Before | None = None
+    in_run: InRun | None = None
+    over_report: tuple[str, ...] = ()  # named report predicates (``knowledge.checks``)
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """Who can emit an error, and the marks (paths, frames, messages) only its errors carry. ``probes_needing``:
+    gpudoctor's probes that need these distributions run nothing but this toolchain."""
+
+    id: str
+    name: str
+    evidence: tuple[re.Pattern[str], ...]
+    probes_needing: tuple[str, ...] = ()
+
+    def emitted(self, text: str) -> bool:
+        return any(pattern.search(text) for pattern in self.evidence)
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    """Every entry, in file order (findings keep it), and the toolchains, most specific first."""
+
+    entries: tuple[Explanation, ...]
+    toolchains: tuple[Toolchain, ...] = ()
+
+    def __iter__(self) -> Iterator[Explanation]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def attribute(self, text: str) -> Toolchain | None:
+        """The toolchain that emitted ``text``: the first, most specific first, whose marks it carries."""
+        return next((toolchain for toolchain in self.toolchains if toolchain.emitted(text)), None)
+
+    def toolchain(self, toolchain_id: str) -> Toolchain:
+        return next(t for t in self.toolchains if t.id == toolchain_id)

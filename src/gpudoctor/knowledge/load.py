@@ -1,0 +1,193 @@
+"""The one loader of the knowledge files: each read as TOML, converted into ``knowledge.schema``'s typed shapes
+(types, required and unknown fields), then checked for what types cannot say (patterns, specifiers, templates, the
+names of checks and toolchains) and turned into Explanations. Read once per process.
+
+A malformed entry is a GpuDoctorError naming the file, the entry and the field, in one line.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+import gpudoctor.knowledge.checks  # noqa: F401 (the checks register themselves on import: the names entries use)
+from gpudoctor.errors import GpuDoctorError
+from gpudoctor.knowledge.entry import SHOWN, Before, Evidence, Explanation, InRun, Knowledge, Toolchain
+from gpudoctor.knowledge.registry import REGISTRY
+from gpudoctor.knowledge.schema import BeforeShape, FileShape, InRunShape, IssueShape, ToolchainShape, ValidationError
+from gpudoctor.knowledge.schema import convert as convert_shape
+from gpudoctor.knowledge.text import placeholders
+from gpudoctor.model import Outcome, Severity
+from gpudoctor.tomlcheck import read_toml
+
+HERE = Path(__file__).parent
+# Known failures first, then what the inventory alone shows, then the classes of failure: findings keep this order,
+# and the general entries speak after the specific ones.
+SHIPPED = (HERE / "known_issues.toml", HERE / "environment.toml", HERE / "mechanisms.toml")
+MAX_FILE_BYTES = 1024 * 1024
+_CHOICES = {"severity": tuple(s.value for s in Severity), "outcome": tuple(o.value for o in Outcome)}
+
+
+@functools.cache
+def load_knowledge(paths: tuple[Path, ...] = SHIPPED) -> Knowledge:
+    """Every entry and toolchain of ``paths``, validated, read once per process for the same files."""
+    files = [(path, _shape(path)) for path in paths]
+    toolchains = tuple(_toolchain(f"{path}: toolchain #{n + 1}", t) for path, shape in files
+                       for n, t in enumerate(shape.toolchain))  # fmt: skip
+    known = {t.id for t in toolchains}
+    entries = tuple(
+        _entry(f"{path}: issue #{n + 1} ({issue.id})", issue, known)
+        for path, shape in files
+        for n, issue in enumerate(shape.issue)
+    )
+    ids = [e.id for e in entries] + [e.before.id for e in entries if e.before and e.before.id]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise GpuDoctorError(f"{', '.join(map(str, paths))}: id {duplicates[0]!r} is declared twice")
+    return Knowledge(entries, toolchains)
+
+
+def _shape(path: Path) -> FileShape:
+    data = read_toml(path, MAX_FILE_BYTES)
+    try:
+        return convert_shape(data)
+    except ValidationError as error:
+        raise GpuDoctorError(f"{path}: {_one_line(str(error), data)}") from None
+
+
+def _one_line(message: str, data: Mapping[str, Any]) -> str:
+    """The converter's "Invalid enum value 'meh' - at `$.issue[0].in_run.evidence[0].outcome`" as "issue #1 (x):
+    evidence #1: field 'outcome' must be one of ..." (clause names left out: each field name is in one clause)."""
+    what, _, where = message.partition(" - at `")
+    steps = re.findall(r"\.([\w-]+)(?:\[(\d+)\])?", where.rstrip("`"))
+    field = None
+    if missing := re.fullmatch(r"Object (missing required|contains unknown) field `([^`]+)`", what):
+        steps.append((missing[2], ""))
+    if steps and not steps[-1][1]:
+        field = steps.pop()[0]
+    parts = []
+    for n, (name, index) in enumerate(steps):
+        if not index:
+            continue  # a clause: before, in_run, over_report
+        parts.append(f"{name} #{int(index) + 1}")
+        entry = data.get(name, [])[int(index)] if n == 0 and isinstance(data.get(name), list) else None
+        unknown_here = missing and missing[1] == "contains unknown" and len(steps) == 1
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str) and not unknown_here:
+            parts[-1] += f" ({entry['id']})"
+    if missing and missing[1] == "contains unknown":
+        return ": ".join([*parts, f"unknown field {field!r}"])
+    if field in _CHOICES:
+        said = f"field {field!r} must be one of {', '.join(_CHOICES[field])}"
+    elif missing or "`str`" in what:
+        said = f"field {field!r} must be a non-empty string"
+    else:
+        said = f"field {field!r}: {what.replace('`', '')[:1].lower()}{what.replace('`', '')[1:]}"
+    return ": ".join([*parts, said])
+
+
+def _patterns(where: str, texts: Iterable[str]) -> tuple[re.Pattern[str], ...]:
+    try:
+        return tuple(re.compile(text) for text in texts)
+    except re.error as error:
+        raise GpuDoctorError(f"{where} is not a valid regex: {error}") from None
+
+
+def _toolchain(where: str, shape: ToolchainShape) -> Toolchain:
+    return Toolchain(shape.id, shape.name, _patterns(f"{where}: field 'evidence'", shape.evidence),
+                     tuple(shape.probes_needing))  # fmt: skip
+
+
+def _entry(where: str, issue: IssueShape, toolchains: set[str]) -> Explanation:
+    for key in ("id", "title", "explanation", "fix"):
+        text = getattr(issue, key)
+        if not text.strip():
+            raise GpuDoctorError(f"{where}: field {key!r} must be a non-empty string")
+    for key, text in (("title", issue.title), ("explanation", issue.explanation), ("fix", issue.fix),
+                      *((f"fixes.{t}", fix) for t, fix in issue.fixes.items())):  # fmt: skip
+        try:
+            placeholders(text)
+        except ValueError as error:
+            said = f"{where}: field {key!r} is not a template ({error}): write {{{{ for a brace"
+            raise GpuDoctorError(said) from None
+    affects: dict[str, SpecifierSet] = {}
+    for name, text in issue.affects.items():
+        try:
+            affects[name] = SpecifierSet(text)
+        except InvalidSpecifier:
+            raise GpuDoctorError(f"{where}: field 'affects.{name}' is not a version specifier: {text!r}") from None
+    if issue.shown is not None and issue.shown not in SHOWN:
+        raise GpuDoctorError(f"{where}: field 'shown' must be one of {', '.join(SHOWN)}")
+    unknown = sorted(set(issue.fixes) - toolchains)
+    if unknown:
+        raise GpuDoctorError(f"{where}: field 'fixes' names unknown toolchain {unknown[0]!r}")
+    checks = REGISTRY
+    predicates = issue.over_report.predicates if issue.over_report else ()
+    for name in predicates:
+        if name not in checks or checks[name].report is None:
+            raise GpuDoctorError(f"{where}: field 'predicates' names unknown predicate {name!r}")
+    in_run = _in_run(where, issue.in_run, toolchains) if issue.in_run else None
+    before = _before(where, issue.before) if issue.before else None
+    if before is None and not predicates and not (in_run and (in_run.evidence or in_run.patterns)):
+        raise GpuDoctorError(f"{where}: needs at least one 'evidence' item, pattern, predicate or check")
+    return Explanation(
+        id=issue.id, title=issue.title, severity=issue.severity, explanation=issue.explanation, fix=issue.fix,
+        references=tuple(issue.references), patch=issue.patch, shown=issue.shown, specific=issue.specific,
+        affects=affects, fixes=dict(issue.fixes), before=before, in_run=in_run, over_report=tuple(predicates),
+    )  # fmt: skip
+
+
+def _in_run(where: str, shape: InRunShape, toolchains: set[str]) -> InRun:
+    if shape.evidence and shape.patterns:
+        raise GpuDoctorError(f"{where}: give 'evidence' (signs in named probes) or 'patterns' (any run), not both")
+    named = [*shape.toolchains, *filter(None, (shape.toolchain, shape.implied))]
+    unknown = sorted(set(named) - toolchains)
+    if unknown:
+        raise GpuDoctorError(f"{where}: unknown toolchain {unknown[0]!r} (known: {', '.join(sorted(toolchains))})")
+    evidence = []
+    for n, item in enumerate(shape.evidence):
+        here = f"{where}: evidence #{n + 1}"
+        if not item.probe.strip():
+            raise GpuDoctorError(f"{here}: field 'probe' must be a non-empty string")
+        pattern = _patterns(f"{here}: field 'pattern'", [item.pattern] if item.pattern else ())
+        evidence.append(Evidence(item.probe, item.outcome, item.signal, pattern[0] if pattern else None,
+                                 dict(item.detail)))  # fmt: skip
+    return InRun(
+        evidence=tuple(evidence), toolchain=shape.toolchain,
+        patterns=_patterns(f"{where}: field 'patterns'", shape.patterns),
+        unless=_patterns(f"{where}: field 'unless'", shape.unless),
+        toolchains=tuple(shape.toolchains), implied=shape.implied,
+    )  # fmt: skip
+
+
+def _before(where: str, shape: BeforeShape) -> Before:
+    check = REGISTRY.get(shape.check)
+    if check is None or check.environment is None:
+        raise GpuDoctorError(f"{where}: field 'check' names unknown check {shape.check!r}")
+    if shape.table and not check.table:
+        raise GpuDoctorError(f"{where}: field 'table' is only for checks that read one; {shape.check} does not")
+    rows = []
+    for n, row in enumerate(shape.table):
+        here = f"{where}: table row #{n + 1}"
+        unknown = sorted(set(row) - check.table)
+        if unknown:
+            raise GpuDoctorError(f"{here}: unknown field {unknown[0]!r} (allowed: {', '.join(sorted(check.table))})")
+        for key in sorted(check.table - check.optional):
+            wanted = list if key == "archs" else str
+            if not isinstance(row.get(key), wanted):
+                raise GpuDoctorError(
+                    f"{here}: field {key!r} must be {'a list of strings' if key == 'archs' else 'a string'}"
+                )
+        for key in ("versions", "torch"):
+            try:
+                SpecifierSet(str(row[key])) if key in row else None
+            except InvalidSpecifier:
+                raise GpuDoctorError(f"{here}: field {key!r} is not a version specifier") from None
+        rows.append(dict(row))
+    data = {"libraries": tuple(shape.libraries), "same_version": tuple(shape.same_version),
+            "same_major": tuple(shape.same_major), "table": tuple(rows)}  # fmt: skip
+    return Before(check=shape.check, data=data, id=shape.id, severity=shape.severity)

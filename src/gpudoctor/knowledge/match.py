@@ -1,0 +1,219 @@
+"""In a run and over the report: the entries' ``in_run`` and ``over_report`` clauses matched against a Report, a pure
+function of it. Entries with ``evidence`` or predicates speak first; then the general ones (``patterns``: a class of
+failure in any failing run's text, attributed to the toolchain that emitted it by its paths and frames, never by a
+keyword two toolchains share), silent on the runs a ``specific`` entry explains.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Iterable, Mapping, Sequence
+
+from packaging.version import InvalidVersion, Version
+
+from gpudoctor.errors import GpuDoctorError
+from gpudoctor.knowledge.before import seen_before
+from gpudoctor.knowledge.checks.report import KERNEL_PROBE
+from gpudoctor.knowledge.entry import ANY_PROBE, Evidence, Explanation, Knowledge
+from gpudoctor.knowledge.load import load_knowledge
+from gpudoctor.knowledge.registry import REGISTRY
+from gpudoctor.knowledge.text import fill
+from gpudoctor.model import Environment, Finding, ProbeResult, Report
+
+UNIDENTIFIED = "an unidentified toolchain"
+
+
+def searchable(result: ProbeResult) -> str:
+    """The text of a run that the entries' patterns read: its summary, the error, the skip reason, its frames and the
+    tail of its stderr."""
+    frames = "\n".join(f"{f.file}:{f.line} in {f.function}" for f in result.frames)
+    parts = (result.summary, result.exception_type or "", result.message or "", result.skip_reason or "", frames)
+    return "\n".join((*parts, result.stderr_tail))
+
+
+def report_facts(report: Report) -> dict[str, str]:
+    """What an entry's text may name about this machine in a run."""
+    environment = report.environment
+    gpu = environment.driver.gpus[0] if environment.driver.gpus else None
+    facts = {
+        "driver_cuda": environment.driver.cuda_driver_version or "unknown (no driver seen)",
+        "torch_cuda": str(environment.stack.torch_cuda or "unknown"),
+    }
+    if environment.driver.version:
+        facts["driver"] = environment.driver.version
+    if gpu is not None:
+        facts["gpu"] = gpu.name or "this GPU"
+        facts["compute_capability"] = gpu.compute_capability or "unknown"
+    else:
+        facts["gpu"], facts["compute_capability"] = "the GPU", "unknown"
+    return facts
+
+
+def _matches(evidence: Evidence, result: ProbeResult) -> bool:
+    # "kernel/cuda" names every GPU's run: kernel/cuda:0, kernel/cuda:1, ...; "*" names any probe (an error text
+    # that means the same wherever it appears, like one quoted from a field report).
+    names = (result.probe, result.id, result.id.split(":")[0], ANY_PROBE)
+    if evidence.probe not in names or result.outcome is not evidence.outcome:
+        return False
+    if evidence.signal is not None and result.signal != evidence.signal:
+        return False
+    if any(result.details.get(key) != value for key, value in evidence.detail.items()):
+        return False
+    return evidence.pattern is None or bool(evidence.pattern.search(searchable(result)))
+
+
+def _describe(evidence: Evidence, result: ProbeResult, values: dict[str, str]) -> str:
+    """The evidence line, and the pattern's named groups added to ``values``."""
+    what = f"{result.id} {result.outcome.value}"
+    if result.signal:
+        what += f" ({result.signal})"
+    if evidence.pattern is not None:
+        found = evidence.pattern.search(searchable(result))
+        if found:
+            what += f", matching {found.group(0)!r}"
+            values.update({k: v for k, v in found.groupdict().items() if v})
+    for key, value in evidence.detail.items():
+        what += f", {key} = {value!r}"
+    return what
+
+
+def installed_version(environment: Environment, name: str) -> str | None:
+    """A package version, or the driver ("driver") and CUDA driver ("cuda-driver") versions."""
+    if name == "driver":
+        return environment.driver.version
+    if name == "cuda-driver":
+        return environment.driver.cuda_driver_version
+    return environment.packages.get(name)
+
+
+def _affected(entry: Explanation, environment: Environment) -> bool:
+    for name, specifier in entry.affects.items():
+        version = installed_version(environment, name)
+        if version is None:
+            return False
+        try:
+            if not specifier.contains(Version(version), prereleases=True):
+                return False
+        except InvalidVersion:
+            return False
+    return True
+
+
+@functools.cache
+def _probes_needing() -> Mapping[str, frozenset[str]]:
+    """gpudoctor's probes and the distributions each needs (catalog.toml's `needs`; the kernel probe, declared in
+    Python, needs MAX)."""
+    from gpudoctor.suite.catalog import default_probe_dir, load_catalog
+
+    try:
+        needs = {spec.id: frozenset(spec.needs_packages) for spec in load_catalog(default_probe_dir())}
+    except GpuDoctorError:
+        needs = {}  # no probes installed: no probe of gpudoctor's ran either
+    return {KERNEL_PROBE: frozenset({"torch", "max"}), **needs}
+
+
+def _runs_only(knowledge: Knowledge, probe: str) -> str | None:
+    """The toolchain a probe of gpudoctor's runs and nothing else (its `needs` name that toolchain's package)."""
+    needs = _probes_needing().get(probe, frozenset())
+    return next((t.id for t in knowledge.toolchains if needs & set(t.probes_needing)), None)
+
+
+def _emitted_by(entry: Explanation, result: ProbeResult, knowledge: Knowledge) -> bool:
+    """Whether ``result``'s text is the entry's toolchain's: it carries that toolchain's marks, or it comes from a
+    probe that runs only that toolchain. Triton's ptxas error is not the Mojo toolchain's, though the words are the
+    same; a text with nobody's marks is left to the general entries, which say what they cannot tell."""
+    wanted = entry.in_run.toolchain if entry.in_run else None
+    if wanted is None:
+        return True
+    emitter = knowledge.attribute(searchable(result))
+    if emitter is None and (only := _runs_only(knowledge, result.probe)) is not None:
+        return wanted == only
+    return emitter is not None and emitter.id == wanted
+
+
+def match_findings(report: Report, entries: Knowledge | Iterable[Explanation] | None = None) -> tuple[Finding, ...]:
+    """Every entry (the shipped ones by default) whose releases hold and whose evidence or predicate is in
+    ``report``; then, for the failing runs no specific finding explains, the general entries their texts show."""
+    if isinstance(entries, Knowledge):
+        knowledge = entries
+    else:
+        knowledge = load_knowledge() if entries is None else Knowledge(tuple(entries), load_knowledge().toolchains)
+    checks = REGISTRY
+    findings: list[Finding] = []
+    explained: dict[str, list[str]] = {}  # run -> the specific findings that explain it: the general ones stay silent
+    for entry in knowledge:
+        evidence_items = entry.in_run.evidence if entry.in_run else ()
+        if not (evidence_items or entry.over_report) or not _affected(entry, report.environment):
+            continue
+        values = report_facts(report)
+        found_before = seen_before(entry, report.environment)
+        values.update(found_before[0] if found_before else {})
+        matched = [(ev, r) for ev in evidence_items for r in report.results
+                   if _matches(ev, r) and _emitted_by(entry, r, knowledge)]  # fmt: skip
+        evidence = [_describe(ev, r, values) for ev, r in matched]
+        predicated = [seen for name in entry.over_report for seen in checks[name].report(report)]  # type: ignore[misc]
+        evidence += [text for text, _ in predicated]
+        if not evidence:
+            continue
+        runs = tuple(dict.fromkeys([r.id for _, r in matched] + [run for _, run in predicated if run is not None]))
+        finding = Finding(
+            id=entry.id, title=fill(entry.title, values), severity=entry.severity,
+            evidence=tuple(dict.fromkeys(evidence)), explanation=fill(entry.explanation, values),
+            fix=fill(entry.fix, values), references=entry.references, patch=entry.patch, runs=runs,
+        )  # fmt: skip
+        findings.append(finding)
+        for run_id in runs if entry.specific else ():
+            explained.setdefault(run_id, []).append(entry.id)
+    known_ids = {f.id for f in findings}
+    general = _general_findings(report, knowledge, explained)
+    return (*findings, *(f for f in general if f.id not in known_ids))
+
+
+def _general_findings(report: Report, knowledge: Knowledge, explained: Mapping[str, Sequence[str]]) -> list[Finding]:
+    """A finding per general entry and toolchain seen in the report's failing runs that ``explained`` leaves."""
+    facts = report_facts(report)
+    seen: dict[str, tuple[Finding, list[str], list[str]]] = {}
+    general = [e for e in knowledge if e.in_run and e.in_run.patterns and _affected(e, report.environment)]
+    for result in report.results:
+        if not result.outcome.is_problem or explained.get(result.id):
+            continue  # a specific finding explains this run: it is the better answer
+        text = searchable(result)
+        emitter = knowledge.attribute(text)
+        for entry in general:
+            assert entry.in_run is not None
+            found = entry.in_run.search(text)
+            if found is None:
+                continue
+            toolchain = emitter
+            if toolchain is not None and entry.in_run.toolchains and toolchain.id not in entry.in_run.toolchains:
+                toolchain = None  # its marks are there, but it cannot emit this: say whose it is not, not whose it is
+            if toolchain is None and entry.in_run.implied is not None:
+                toolchain = knowledge.toolchain(entry.in_run.implied)
+            values = {**facts, **{k: v for k, v in found.groupdict().items() if v}}
+            values["toolchain"] = toolchain.name if toolchain else UNIDENTIFIED
+            finding_id = f"{entry.id}-{toolchain.id}" if toolchain else entry.id
+            line = found.group(0).strip()
+            evidence = f"{result.id} {result.outcome.value}: {line!r}" + (
+                f" (from {toolchain.name}: the text carries its marks)" if toolchain is emitter and toolchain else ""
+            )
+            if finding_id in seen:
+                seen[finding_id][1].append(evidence)
+                seen[finding_id][2].append(result.id)
+                continue
+            fix = entry.fixes.get(toolchain.id, entry.fix) if toolchain else entry.fix
+            title = fill(entry.title, values)
+            finding = Finding(
+                id=finding_id,
+                title=title[:1].upper() + title[1:],
+                severity=entry.severity,
+                evidence=(),
+                explanation=fill(entry.explanation, values),
+                fix=fill(fix, values),
+                references=entry.references,
+            )
+            seen[finding_id] = (finding, [evidence], [result.id])
+    return [
+        dataclasses.replace(finding, evidence=tuple(dict.fromkeys(ev)), runs=tuple(dict.fromkeys(runs)))
+        for finding, ev, runs in seen.values()
+    ]
