@@ -5,10 +5,10 @@ failed" — never by a word the host shares (the negatives: host memory, a Pytho
 
 from __future__ import annotations
 
+import tomllib
 from typing import Any
 
 import pytest
-import tomllib
 from conftest import TESTS
 from test_field_corpus import _toolchain_of, findings_for
 
