@@ -183,3 +183,29 @@ def test_a_broken_compiler_fails_in_the_build_with_its_error(tmp_path: Path) -> 
         assert "Error building extension" in result["message"]
         assert "the compiler gave up" in result["message"]
         assert "cache_hit" not in result["details"]
+
+
+WRONG_ABI = """
+from torch.utils import cpp_extension
+real_load = cpp_extension.load
+def load(*args, **kwargs):  # the binding built as a library with the other libstdc++ ABI would be
+    kwargs["extra_cflags"] = [*kwargs.get("extra_cflags", []), "-U_GLIBCXX_USE_CXX11_ABI", "-D_GLIBCXX_USE_CXX11_ABI=0"]
+    return real_load(*args, **kwargs)
+cpp_extension.load = load
+"""
+
+
+def test_the_binding_still_links_against_torchs_cpp_abi(tmp_path: Path) -> None:
+    """Without <torch/extension.h> the binding still uses torch's C++ ABI: built with the other
+    _GLIBCXX_USE_CXX11_ABI it fails to load with the undefined torch symbol users see, which a mechanism names."""
+    import re
+
+    import tomllib
+
+    result = _run_probe(tmp_path / "cache", tmp_path, prelude=WRONG_ABI)
+    assert result["status"] == "fail"
+    assert result["steps"][-1].startswith("cpp_extension.load: build add_one.cpp")
+    assert "undefined symbol: _ZN5torch" in result["stderr"]
+    mechanisms = tomllib.loads((ROOT / "src" / "gpudoctor" / "mechanisms" / "mechanisms.toml").read_text())
+    (another_torch,) = [m for m in mechanisms["mechanism"] if m["id"] == "extension-built-for-another-torch"]
+    assert any(re.search(pattern, result["stderr"]) for pattern in another_torch["patterns"])
