@@ -209,3 +209,14 @@ def test_the_binding_still_links_against_torchs_cpp_abi(tmp_path: Path) -> None:
     mechanisms = tomllib.loads((ROOT / "src" / "gpudoctor" / "mechanisms" / "mechanisms.toml").read_text())
     (another_torch,) = [m for m in mechanisms["mechanism"] if m["id"] == "extension-built-for-another-torch"]
     assert any(re.search(pattern, result["stderr"]) for pattern in another_torch["patterns"])
+
+
+def test_without_ninja_the_build_fails_as_cpp_extension_says(tmp_path: Path) -> None:
+    """The ninja-missing mechanism reads cpp_extension's own words, which the probe still meets at the build."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "c++").symlink_to("/usr/bin/c++")
+    result = _run_probe(tmp_path / "cache", tmp_path, env={"PATH": str(tools)})
+    assert result["status"] == "fail"
+    assert result["steps"][-1].startswith("cpp_extension.load: build add_one.cpp")
+    assert "Ninja is required to load C++ extensions" in result["message"]
