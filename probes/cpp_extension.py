@@ -7,8 +7,12 @@ compiler, ninja, the arch list and ABI flags it gives the compilers, the library
 Only the binding includes torch's headers, and only a small part of them (no <torch/extension.h>): the kernel is
 plain CUDA, so nvcc never parses torch (78 s on the H100 when it did). The build folder is kept in gpudoctor's
 cache under a key of everything that decides what is built (_cppbuild.py), so a second run only loads.
+Both variants compile the same binding source, each in its own build: the cuda build compiles it with the flags
+of a CUDA build (CUDA's include folder, c10_cuda), where users' builds can fail, and the doctor runs the two
+variants at once, so one shared object would make the cuda variant wait for the cpu one and save no time.
 """
 
+import os
 import time
 
 from _cppbuild import build_key, locked_build_folder, write_if_changed
@@ -95,8 +99,6 @@ const char* gpudoctor_add_one_launch(const float* in, float* out, int64_t n, voi
 
 def build(ctx, cpp_extension, cuda):
     """Build (or, from the cache, only load) the op library; returns its path."""
-    import os
-
     variant = "cuda" if cuda else "cpu"
     key, inputs = build_key(cpp_extension, cuda, __file__)
     ctx.detail("build_key", key)
@@ -125,8 +127,6 @@ def build(ctx, cpp_extension, cuda):
 
 
 def _modified(path):
-    import os
-
     try:
         return os.stat(path).st_mtime_ns
     except OSError:
