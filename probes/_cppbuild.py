@@ -24,6 +24,8 @@ VERSION_ENV = "GPUDOCTOR_VERSION"
 NVCC_ENV = ("NVCC_CCBIN", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "CUDAHOSTCXX")
 VERSION_TIMEOUT_S = 60
 CPP_EXTENSION_BATON = "lock"  # torch.utils.cpp_extension's FileBaton, in the build folder
+# Builds kept per variant (about 1.3 MB each for the cpu one): a sweep over torch releases makes one per cell.
+KEPT_BUILDS = 16
 
 
 def tool_identity(command):
@@ -98,17 +100,61 @@ def locked_build_folder(variant, key):
     """
     import fcntl
 
-    folder = os.path.join(cache_dir(), "cpp-extension", "%s-%s" % (variant, key))
-    if not os.path.isdir(folder):
-        os.makedirs(folder, exist_ok=True)
-    handle = os.open(folder + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
+    root = os.path.join(cache_dir(), "cpp-extension")
+    folder = os.path.join(root, "%s-%s" % (variant, key))
+    lock = folder + ".lock"
+    if not os.path.isdir(root):
+        os.makedirs(root, exist_ok=True)
+    while True:
+        handle = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(handle, fcntl.LOCK_EX)
+        try:  # a run pruning this build removes the lock file after its folder: then take the new one
+            if os.fstat(handle).st_ino == os.stat(lock).st_ino:
+                break
+        except OSError:
+            pass
+        os.close(handle)
+    try:
+        os.utime(lock)  # when this build was last used, for pruning
+        if not os.path.isdir(folder):
+            os.makedirs(folder, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(folder, CPP_EXTENSION_BATON))
         yield folder
     finally:
         os.close(handle)
+    try:
+        _prune(root, variant)
+    except OSError:  # the build served the run; keeping too many old ones is no failure of it
+        pass
+
+
+def _prune(root, variant):
+    """Remove all but the KEPT_BUILDS most recently used builds of ``variant``, skipping any in use."""
+    import fcntl
+
+    def last_used(lock):
+        try:
+            return os.stat(lock).st_mtime
+        except OSError:
+            return 0.0
+
+    prefix = variant + "-"
+    names = [name for name in os.listdir(root) if name.startswith(prefix) and name.endswith(".lock")]
+    locks = [os.path.join(root, name) for name in names]
+    for lock in sorted(locks, key=last_used, reverse=True)[KEPT_BUILDS:]:
+        try:
+            handle = os.open(lock, os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(lock[: -len(".lock")], ignore_errors=True)
+            os.remove(lock)
+        except OSError:  # in use by another run, or already gone
+            pass
+        finally:
+            os.close(handle)
 
 
 def write_if_changed(path, text):

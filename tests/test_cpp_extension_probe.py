@@ -220,3 +220,21 @@ def test_without_ninja_the_build_fails_as_cpp_extension_says(tmp_path: Path) -> 
     assert result["status"] == "fail"
     assert result["steps"][-1].startswith("cpp_extension.load: build add_one.cpp")
     assert "Ninja is required to load C++ extensions" in result["message"]
+
+
+def test_old_builds_are_pruned_but_not_the_one_in_use(warm_cache: tuple[Path, list[dict[str, Any]]]) -> None:
+    cache, _ = warm_cache
+    root = cache / "cpp-extension"
+    for index in range(20):  # builds of keys no longer used (older torch releases, say), least recent first
+        (root / f"cpu-old{index:02d}").mkdir()
+        (root / f"cpu-old{index:02d}.lock").write_text("")
+        os.utime(root / f"cpu-old{index:02d}.lock", (1_000_000 + index, 1_000_000 + index))
+    (root / "cuda-other").mkdir()  # another variant's build is not this one's to prune
+    (root / "cuda-other.lock").write_text("")
+    os.utime(root / "cuda-other.lock", (1, 1))
+    result = _run_probe(cache, cache.parent)
+    assert result["status"] == "pass" and result["details"]["cache_hit"] is True, result["stderr"][-3000:]
+    kept = sorted(path.name for path in root.iterdir() if path.is_dir())
+    newest = [f"cpu-old{index:02d}" for index in range(5, 20)]  # with the one in use, 16 cpu builds
+    assert kept == sorted(["cpu-" + result["details"]["build_key"], "cuda-other", *newest])
+    assert sorted(path.name for path in root.glob("*.lock")) == [name + ".lock" for name in kept]
