@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
+from gpudoctor import __version__
 from gpudoctor.atomic import atomic_write
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Outcome, ProbeResult
@@ -36,15 +37,19 @@ INDUCTOR_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
 # CPUs) starting and stopping that pool cost the torch.compile probe 12 s of its 31 s, for a graph of one op.
 # One thread compiles such a graph in-process; the probe's subject is the custom op under torch.compile.
 INDUCTOR_THREADS_ENV = "TORCHINDUCTOR_COMPILE_THREADS"
+# Which gpudoctor runs the probe: the cpp-extension probe keys its kept build by it (probes/_cppbuild.py).
+VERSION_ENV = "GPUDOCTOR_VERSION"
 
 
 def probe_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """``environ`` with the variables that keep the probes' compile caches (MAX's, Inductor's, Python's bytecode
-    where the environment turned it off) warm across runs; variables the user has set are kept as they are."""
+    where the environment turned it off) warm across runs, and gpudoctor's version; variables the user has set
+    are kept as they are."""
     env = dict(environ)
     wanted = {MAX_MODEL_CACHE_ENV: "1", INDUCTOR_CACHE_ENV: str(cache_dir() / "inductor"), INDUCTOR_THREADS_ENV: "1"}
     env.update({name: value for name, value in wanted.items() if name not in environ})
     keep_probe_bytecode(env)
+    env[VERSION_ENV] = __version__  # always the doctor's own: a cache keyed by it must never outlive it
     return env
 
 
