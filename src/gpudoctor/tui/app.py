@@ -37,8 +37,8 @@ from gpudoctor.process.session import ExitCode, Session
 from gpudoctor.report.files import ReportFiles
 from gpudoctor.report.text import to_markdown, to_text
 from gpudoctor.suite.catalog import load_catalog, run_ids
+from gpudoctor.suite.plan import PlannedRun
 from gpudoctor.suite.runner import interrupted_result
-from gpudoctor.suite.schedule import PlannedRun
 from gpudoctor.tui.widgets import (
     SPINNER,
     DetailsPane,
