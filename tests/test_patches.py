@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sysconfig
 import venv
 from pathlib import Path
 
 import pytest
-from conftest import SYNTHETIC, run_cli, synthetic_copy
+from conftest import run_cli, synthetic_copy
 
 from gpudoctor.doctor import DoctorOptions, diagnose
 from gpudoctor.model import Outcome, ProbeResult
@@ -76,11 +75,12 @@ def test_show_prints_the_snippet_to_paste_and_an_unknown_patch_is_a_usage_error(
     assert unknown.returncode == 2 and "invalid choice" in unknown.stderr
 
 
+FAILS_AS_TORCH_2_6 = 'script = "lacks_float8.py"\ntitle = "fails as torch 2.6 makes MAX\'s bridge fail"\nstage = 1\n'
 FLOAT8_CATALOG = "".join(
-    f'[[probe]]\nid = "{probe}"\nscript = "lacks_float8.py"\ntitle = "fails as torch 2.6 makes MAX\'s bridge fail"\n'
-    f"stage = 1\n\n"
+    f'[[probe]]\nid = "{probe}"\n{FAILS_AS_TORCH_2_6}\n'
     for probe in ("max-import", "graph-op", "custom-op", "custom-op-source")
-) + '[[probe]]\nid = "after-import"\nscript = "passes.py"\ntitle = "builds on max-import"\nstage = 2\n' + (
+) + (
+    '[[probe]]\nid = "after-import"\nscript = "passes.py"\ntitle = "builds on max-import"\nstage = 2\n'
     'details = ["answer"]\nafter = ["max-import"]\n'
 )
 
@@ -100,7 +100,6 @@ def test_verifying_reruns_honour_jobs_and_faces_see_them(tmp_path: Path, monkeyp
     at a time — and the face hears every rerun start and end, labelled; the report is as before: the fixed runs
     keep their real failing result, the finding says the patch fixed all four, what it unblocked runs on."""
     probes = synthetic_copy(tmp_path, FLOAT8_CATALOG)
-    shutil.copy(SYNTHETIC / "lacks_float8.py", probes)
     spans_dir = tmp_path / "spans"
     spans_dir.mkdir()
     monkeypatch.setenv("GPUDOCTOR_TEST_SPANS", str(spans_dir))
