@@ -91,8 +91,9 @@ def test_a_cautious_dependent_waits_for_its_prerequisite_to_end() -> None:
 
 def test_a_failed_prerequisite_stops_the_dependent_running_ahead_and_skips_it() -> None:
     schedule = Schedule([_run("base"), _run("top", "base"), _run("later", "top")], jobs=2)
-    base, top = _start(schedule, "base"), _start(schedule, "top")
-    scope = schedule._running[top.key]  # the scope the driver would run ``top`` under
+    base = _start(schedule, "base")
+    (top,) = [run for run in schedule.ready() if run.run_id == "top"]
+    scope = schedule.started(top)  # the scope the driver runs ``top`` under
     schedule.ended(base, _result(base, Outcome.CRASH))
     assert list(_settled(schedule)) == ["base"]
     assert scope.cancelled and scope.reason == "a prerequisite failed while it ran ahead"
@@ -125,11 +126,13 @@ def test_a_known_skip_reason_skips_without_starting_and_gates_what_builds_on_it(
 
 def test_stop_interrupts_what_had_not_started_and_keeps_what_ended() -> None:
     schedule = Schedule([_run("a"), _run("b"), _run("c", "a")], jobs=2)
-    a, b = _start(schedule, "a"), _start(schedule, "b")
+    a = _start(schedule, "a")
+    (b,) = [run for run in schedule.ready() if run.run_id == "b"]
+    scope = schedule.started(b)
     schedule.ended(a, _result(a))
     schedule.stop("quit")
     assert schedule.stopped == "quit" and schedule.ready() == []
-    assert schedule._running[b.key].cancelled  # the running probe is killed with the schedule
+    assert scope.cancelled and scope.reason == "quit"  # the running probe is killed with the schedule
     settled = _settled(schedule)
     assert settled["a"].outcome is Outcome.PASS
     assert settled["c"].outcome is Outcome.INTERRUPTED and settled["c"].summary == "interrupted: not started: quit"

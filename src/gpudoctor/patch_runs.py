@@ -17,7 +17,6 @@ from gpudoctor.suite.plan import PlannedRun
 from gpudoctor.suite.schedule import Schedule, ScheduledRun, ScheduleHandler
 
 PATCHED_PREFIX = "with patch"
-NOT_CARRIED = -1  # the carry-on was decided and nothing was left to carry on
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,8 @@ class PatchRuns(ScheduleHandler):
         self._plan = {run.run_id: run for run in schedule.runs()}
         self._checks: dict[int, PatchCheck] = {}  # verifying round -> what it checks
         self._reruns: dict[tuple[str, str], ProbeResult] = {}  # (finding, run id) -> the rerun's own result
-        self._carried: int | None = None  # the carry-on's round, once decided
+        self._carry_on_decided = False
+        self._carried: int | None = None  # the carry-on's round, if there is one
         self._blocked: frozenset[str] = frozenset()
         for result in schedule.known().values():  # a rerun keeps results: their patches are verified again
             self._verify(schedule, result)
@@ -80,7 +80,8 @@ class PatchRuns(ScheduleHandler):
             self._reruns[(check.finding, check.run_id)] = result
 
     def on_idle(self, schedule: Schedule) -> None:
-        if self._carried is None and schedule.stopped is None:
+        if not self._carry_on_decided and schedule.stopped is None:
+            self._carry_on_decided = True
             self._carry_on(schedule)
 
     def _verify(self, schedule: Schedule, result: ProbeResult) -> None:
@@ -118,7 +119,6 @@ class PatchRuns(ScheduleHandler):
         }
         known = schedule.known()
         blocked = unblocked_by(schedule.runs(), known, fixed)
-        self._carried = NOT_CARRIED
         if not blocked:
             return
         patches = list(dict.fromkeys(verified.values()))
@@ -130,7 +130,7 @@ class PatchRuns(ScheduleHandler):
     def results(self, schedule: Schedule) -> tuple[ProbeResult, ...]:
         """The report's results: the plan's, with the runs carried on replacing their skipped results."""
         plan = schedule.results()
-        if self._carried is None or self._carried == NOT_CARRIED:
+        if self._carried is None:
             return plan
         carried = {result.id: result for result in schedule.results(self._carried)}
         return tuple(carried[result.id] if result.id in self._blocked else result for result in plan)

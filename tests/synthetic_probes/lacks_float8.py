@@ -4,10 +4,11 @@ the float8 patch; notes when its process ran, so that a test sees how many probe
 import os
 import time
 
-import _use_harness  # noqa: F401
-import torch
+STARTED = time.time()  # before torch is imported: the span is (nearly) the process's own
 
-STARTED = time.time()
+import _use_harness  # noqa: E402, F401
+import torch  # noqa: E402
+
 if hasattr(torch, "float8_e8m0fnu"):
     del torch.float8_e8m0fnu  # as torch 2.6 lacks it; the harness applies a patch only after this
 
@@ -18,7 +19,7 @@ def main(ctx):
     try:
         ctx.step("look up torch.float8_e8m0fnu")
         dtype = torch.float8_e8m0fnu  # AttributeError: module 'torch' has no attribute 'float8_e8m0fnu'
-        time.sleep(1.0)  # with the patch: long enough that reruns side by side overlap
+        time.sleep(2.0)  # with the patch: long enough that reruns side by side overlap
         return f"torch.float8_e8m0fnu is there ({dtype})"
     finally:
         spans = os.environ.get("GPUDOCTOR_TEST_SPANS")
