@@ -31,7 +31,7 @@ from textual.worker import Worker, WorkerState
 from gpudoctor.atomic import atomic_write
 from gpudoctor.doctor import DoctorOptions, dependents, diagnose, make_report, probe_directory, rerun
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.model import Environment, ProbeResult, Report
+from gpudoctor.model import Environment, Outcome, ProbeResult, Report
 from gpudoctor.process.cancel import CancelScope
 from gpudoctor.process.session import ExitCode, Session
 from gpudoctor.report.files import ReportFiles
@@ -243,6 +243,9 @@ class DoctorApp(App[int]):
     def on_run_ended(self, message: RunEnded) -> None:
         result = message.result
         self.started.pop(result.id, None)
+        kept = self.results.get(result.id)
+        if result.patched and kept is not None and kept.outcome is not Outcome.SKIPPED:
+            return  # a patch's verifying rerun: the table keeps the stack as it is (the findings say what it did)
         self.results[result.id] = result
         self.table.show_result(result)
         if self.selected_run_id() == result.id:
