@@ -21,11 +21,11 @@ from gpudoctor.knowledge import load_known_issues, match_findings
 from gpudoctor.matrix.query import machine_timelines, pin_options
 from gpudoctor.matrix.schema import Row
 from gpudoctor.model import Device, Environment, Finding, ProbeResult, ProbeSpec, Report
-from gpudoctor.patch_runs import PatchRuns
 from gpudoctor.preflight import preflight
 from gpudoctor.process.cancel import CancelScope
 from gpudoctor.suite.caches import expected_durations, record_durations
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
+from gpudoctor.suite.patch_runs import PatchRuns
 from gpudoctor.suite.plan import PlannedRun, plan_runs
 from gpudoctor.suite.schedule import (
     FaceCallbacks,
@@ -82,6 +82,12 @@ def make_report(
     return dataclasses.replace(report, findings=findings)
 
 
+def findings_of_one(environment: Environment) -> Callable[[ProbeResult], tuple[Finding, ...]]:
+    """The known issues that one result alone shows: which patch could fix a run, asked as each run ends."""
+    issues = load_known_issues()
+    return lambda result: match_findings(Report(__version__, "", environment, results=(result,)), issues)
+
+
 def conclude(
     environment: Environment, schedule: Schedule, patches: PatchRuns, *, kernel: KernelSection | None = None
 ) -> Report:
@@ -103,7 +109,7 @@ def run_and_conclude(
     of it (one ``--jobs`` limit, one event stream: ``on_start`` and ``on_result`` hear them too), and conclude.
 
     ``handlers`` hear the schedule before the patch runs and the face do (the kernel's CPU-done marker)."""
-    patches = PatchRuns(environment, schedule)
+    patches = PatchRuns(schedule, explain=findings_of_one(environment))
     run_schedule(schedule, [*handlers, patches, FaceCallbacks(on_start, on_result)])
     return conclude(environment, schedule, patches, kernel=kernel)
 

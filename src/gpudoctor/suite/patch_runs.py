@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from gpudoctor import __version__
-from gpudoctor.knowledge import load_known_issues, match_findings
-from gpudoctor.model import Environment, Finding, Outcome, ProbeResult, Report
+from gpudoctor.model import Finding, Outcome, ProbeResult, Report
 from gpudoctor.patches import PATCH_FILES_ENV, PATCH_MODULES, patch_file
 from gpudoctor.suite.plan import PlannedRun
 from gpudoctor.suite.schedule import Schedule, ScheduledRun, ScheduleHandler
 
 PATCHED_PREFIX = "with patch"
+# The findings that one result alone shows (the doctor matches the known issues over a report of that result).
+ExplainOne = Callable[[ProbeResult], Iterable[Finding]]
 
 
 @dataclass(frozen=True)
@@ -61,9 +61,8 @@ class PatchRuns(ScheduleHandler):
     unblocked, with every verified patch applied (one more round). The runs the patch fixed keep their real
     (failing) result: the stack as it is still fails there; the runs carried on are labelled "with patch ID"."""
 
-    def __init__(self, environment: Environment, schedule: Schedule) -> None:
-        self._environment = environment
-        self._issues = load_known_issues()
+    def __init__(self, schedule: Schedule, explain: ExplainOne) -> None:
+        self._explain = explain
         self._plan = {run.run_id: run for run in schedule.runs()}
         self._checks: dict[int, PatchCheck] = {}  # verifying round -> what it checks
         self._reruns: dict[tuple[str, str], ProbeResult] = {}  # (finding, run id) -> the rerun's own result
@@ -92,19 +91,16 @@ class PatchRuns(ScheduleHandler):
             self._checks[number] = PatchCheck(finding, patch, result.id)
 
     def _patches_for(self, result: ProbeResult) -> list[tuple[str, str]]:
-        """The known issues with a patch that ``result`` alone shows, and their patches."""
-        alone = Report(doctor_version=__version__, created="", environment=self._environment, results=(result,))
-        found = match_findings(alone, self._issues)
-        return [(f.id, f.patch) for f in found if f.patch in PATCH_MODULES and f.patch and result.id in f.runs]
+        """The findings with a patch that ``result`` alone shows, and their patches."""
+        found = [f for f in self._explain(result) if result.id in f.runs]
+        return [(f.id, f.patch) for f in found if f.patch is not None and f.patch in PATCH_MODULES]
 
     def _verified(self) -> dict[str, str]:
-        """Finding -> patch, for each finding whose every rerun passed, in the order of the known issues."""
+        """Finding -> patch, for each finding whose every rerun passed."""
         checks_of: dict[str, list[PatchCheck]] = {}
         for check in self._checks.values():
             checks_of.setdefault(check.finding, []).append(check)
-        order = {issue.id: index for index, issue in enumerate(self._issues)}
-        passed = [f for f, checks in checks_of.items() if all(self._passed(check) for check in checks)]
-        return {f: checks_of[f][0].patch for f in sorted(passed, key=lambda f: order.get(f, len(order)))}
+        return {f: checks[0].patch for f, checks in checks_of.items() if all(self._passed(c) for c in checks)}
 
     def _passed(self, check: PatchCheck) -> bool:
         rerun = self._reruns.get((check.finding, check.run_id))
@@ -121,7 +117,7 @@ class PatchRuns(ScheduleHandler):
         blocked = unblocked_by(schedule.runs(), known, fixed)
         if not blocked:
             return
-        patches = list(dict.fromkeys(verified.values()))
+        patches = sorted(set(verified.values()))  # the same label whichever rerun ended first
         runs = [with_patches(run, patches) if run.run_id in blocked else run for run in schedule.runs()]
         given = {**{run_id: r for run_id, r in known.items() if run_id not in blocked}, **fixed}
         self._carried = schedule.add(runs, given=given)  # the fixed runs gate it by their passing reruns
