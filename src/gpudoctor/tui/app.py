@@ -245,7 +245,8 @@ class DoctorApp(App[int]):
         self.started.pop(result.id, None)
         kept = self.results.get(result.id)
         if result.patched and kept is not None and kept.outcome is not Outcome.SKIPPED:
-            return  # a patch's verifying rerun: the table keeps the stack as it is (the findings say what it did)
+            self.table.show_result(kept)  # a patch's verifying rerun: the row shows the stack as it is again
+            return
         self.results[result.id] = result
         self.table.show_result(result)
         if self.selected_run_id() == result.id:
