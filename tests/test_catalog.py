@@ -10,7 +10,7 @@ from gpudoctor.errors import GpuDoctorError
 from gpudoctor.facts.inventory import collect_environment
 from gpudoctor.model import Device
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog
-from gpudoctor.suite.schedule import plan_runs
+from gpudoctor.suite.plan import plan_runs
 
 
 def test_shipped_catalog_is_valid_and_every_script_runs_standalone() -> None:

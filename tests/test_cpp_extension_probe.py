@@ -199,7 +199,6 @@ def test_the_binding_still_links_against_torchs_cpp_abi(tmp_path: Path) -> None:
     """Without <torch/extension.h> the binding still uses torch's C++ ABI: built with the other
     _GLIBCXX_USE_CXX11_ABI it fails to load with the undefined torch symbol users see, which a mechanism names."""
     import re
-
     import tomllib
 
     result = _run_probe(tmp_path / "cache", tmp_path, prelude=WRONG_ABI)

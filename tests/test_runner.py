@@ -13,8 +13,9 @@ from conftest import synthetic_copy
 from gpudoctor.facts.inventory import collect_environment
 from gpudoctor.model import Device, Outcome, ProbeResult, ProbeSpec
 from gpudoctor.suite.catalog import load_catalog
+from gpudoctor.suite.plan import plan_runs
 from gpudoctor.suite.runner import CAPTURE_LIMIT, ProbeInvocation, run_probe
-from gpudoctor.suite.schedule import plan_runs, run_plan
+from gpudoctor.suite.schedule import run_plan
 
 
 def _run(

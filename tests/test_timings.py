@@ -18,8 +18,9 @@ from gpudoctor.doctor import DoctorOptions, diagnose
 from gpudoctor.model import Device, Outcome, ProbeSpec
 from gpudoctor.report.codec import encode
 from gpudoctor.suite.caches import reserved_temp_dir
+from gpudoctor.suite.plan import PlannedRun
 from gpudoctor.suite.runner import STARTUP_STEP, ProbeInvocation, run_probe
-from gpudoctor.suite.schedule import PlannedRun, run_plan
+from gpudoctor.suite.schedule import run_plan
 
 SYNTHETIC = ROOT / "tests" / "synthetic_probes"
 IDENTITY_CATALOG = """

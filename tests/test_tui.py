@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MARKER_ENV, ROOT, SYNTHETIC, hanging_catalog, processes_with_marker, run_cli, validate_report
+from conftest import (
+    MARKER_ENV,
+    ROOT,
+    SYNTHETIC,
+    hanging_catalog,
+    processes_with_marker,
+    run_cli,
+    synthetic_copy,
+    validate_report,
+)
 
 from gpudoctor.doctor import DoctorOptions
 from gpudoctor.model import Outcome
@@ -334,3 +343,59 @@ async def _own_command(tmp_path: Path) -> None:
         await pilot.press("m")
         assert "Where it died:" in (tmp_path / "gpudoctor-report.md").read_text()
         await pilot.press("q")
+
+
+PATCH_CATALOG = """
+[[probe]]
+id = "max-import"
+script = "lacks_float8.py"
+title = "fails as torch 2.6 makes MAX's bridge fail"
+stage = 1
+
+[[probe]]
+id = "after-import"
+script = "passes.py"
+title = "builds on max-import"
+stage = 2
+details = ["answer"]
+after = ["max-import"]
+"""
+
+
+class _WatchedApp(DoctorApp):
+    """The app, noting what its table holds for max-import each time a run starts or ends."""
+
+    CSS_PATH = str(Path(sys.modules[DoctorApp.__module__].__file__ or "").with_name("doctor.tcss"))  # not beside tests
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.starts: list[str] = []
+        self.held: list[str] = []
+
+    def on_run_started(self, message: Any) -> None:
+        super().on_run_started(message)
+        self.starts.append(message.run_id)
+
+    def on_run_ended(self, message: Any) -> None:
+        super().on_run_ended(message)
+        if "max-import" in self.results:
+            self.held.append(self.results["max-import"].summary)
+
+
+def test_a_patch_rerun_shows_running_and_the_table_keeps_the_stack_as_it_is(tmp_path: Path) -> None:
+    """max-import fails as torch 2.6 makes it fail: the app shows its rerun with the float8 patch running (a run of
+    the same schedule), yet the table keeps the real failing result; what the failure skipped is carried on."""
+    asyncio.run(_patch_rerun_in_the_table(tmp_path))
+
+
+async def _patch_rerun_in_the_table(tmp_path: Path) -> None:
+    probes = synthetic_copy(tmp_path, PATCH_CATALOG)
+    options = DoctorOptions(probe_dir=probes, jobs=2, advice=False)
+    app = _WatchedApp(options, export_dir=tmp_path, matrix_dir=tmp_path / "matrix")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await _wait_for_report(app, pilot)
+        assert app.starts.count("max-import") == 2 and app.starts.count("after-import") == 2
+        assert app.held and all(held.startswith("AttributeError: ") for held in app.held), app.held
+        carried = app.results["after-import"]
+        assert carried.outcome is Outcome.PASS and carried.summary.startswith("with patch float8-e8m0fnu-alias: ")
+        assert app.report is not None and app.report.result("max-import").outcome is Outcome.FAIL  # type: ignore[union-attr]

@@ -20,13 +20,20 @@ from gpudoctor.kernel.section import KernelSection
 from gpudoctor.knowledge import match_findings, preflight
 from gpudoctor.matrix.query import machine_timelines, pin_options
 from gpudoctor.matrix.schema import Row
-from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, ProbeSpec, Report, Severity
-from gpudoctor.patches import PATCH_FILES_ENV, PATCH_MODULES, patch_file
+from gpudoctor.model import Device, Environment, Finding, ProbeResult, ProbeSpec, Report, Severity
 from gpudoctor.process.cancel import CancelScope
 from gpudoctor.suite.caches import expected_durations, record_durations
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
-from gpudoctor.suite.runner import run_probe
-from gpudoctor.suite.schedule import PlannedRun, ResultCallback, StartCallback, plan_runs, run_plan
+from gpudoctor.suite.patch_runs import PatchRuns
+from gpudoctor.suite.plan import PlannedRun, plan_runs
+from gpudoctor.suite.schedule import (
+    FaceCallbacks,
+    ResultCallback,
+    Schedule,
+    ScheduleHandler,
+    StartCallback,
+    run_schedule,
+)
 
 PROBE_MEMORY_GIB = 1.5  # a probe process with torch and MAX loaded, measured at 0.7-1.3 GiB peak
 
@@ -74,127 +81,35 @@ def make_report(
     return dataclasses.replace(report, findings=findings)
 
 
-def verify_patches(report: Report, planned: Sequence[PlannedRun], cancel: CancelScope | None = None) -> Report:
-    """Rerun each failing run a finding matched and has a patch for, with the patch applied; record what
-    happened. A finding says its patch fixes the problem only when every rerun passed."""
-    invocations = {run.run_id: run.invocation for run in planned}
-    findings: list[Finding] = []
-    for finding in report.findings:
-        failing = [
-            result
-            for run_id in finding.runs
-            if (result := report.result(run_id)) is not None and result.outcome.is_problem and run_id in invocations
-        ]
-        if finding.patch is None or finding.patch not in PATCH_MODULES or not failing:
-            findings.append(finding)
-            continue
-        notes: list[str] = []
-        verified = True
-        for result in failing:
-            patched = dataclasses.replace(
-                invocations[result.id], extra_env={PATCH_FILES_ENV: str(patch_file(finding.patch))}
-            )
-            rerun = run_probe(patched, cancel.child() if cancel is not None else None)
-            if rerun.outcome is Outcome.INTERRUPTED:
-                break  # the session was stopped: nothing verified either way
-            verified = verified and rerun.outcome is Outcome.PASS
-            notes.append(
-                f"{result.id} rerun with the patch: {rerun.outcome.value} ({rerun.summary}); by hand: {rerun.command}"
-            )
-        else:
-            headline = f"fixed by patch {finding.patch}" if verified else f"patch {finding.patch} did not fix it"
-            note = headline + ": " + "; ".join(notes)
-            finding = dataclasses.replace(finding, patch_verified=verified, patch_note=note)
-        findings.append(finding)
-    return dataclasses.replace(report, findings=tuple(findings))
+def findings_of_one(environment: Environment) -> Callable[[ProbeResult], tuple[Finding, ...]]:
+    """The known issues that one result alone shows: which patch could fix a run, asked as each run ends."""
+    return lambda result: match_findings(Report(__version__, "", environment, results=(result,)))
 
 
 def conclude(
+    environment: Environment, schedule: Schedule, patches: PatchRuns, *, kernel: KernelSection | None = None
+) -> Report:
+    """The report of a schedule run to its end: findings matched once, over the final results (the runs a
+    verified patch carried on among them), then each finding's patch verification from its reruns."""
+    return patches.noted(make_report(environment, patches.results(schedule), kernel=kernel))
+
+
+def run_and_conclude(
     environment: Environment,
-    results: Sequence[ProbeResult],
-    planned: Sequence[PlannedRun],
+    schedule: Schedule,
     *,
-    cancel: CancelScope | None = None,
+    on_start: StartCallback | None = None,
+    on_result: ResultCallback | None = None,
     kernel: KernelSection | None = None,
-    jobs: int = 1,
-    on_start: StartCallback | None = None,
-    on_result: ResultCallback | None = None,
+    handlers: Sequence[ScheduleHandler] = (),
 ) -> Report:
-    """The report of a run: findings matched once, their patches verified, and where a patch was verified, the
-    runs it unblocked run on with it — unless the session was stopped."""
-    report = make_report(environment, results, kernel=kernel)
-    if cancel is not None and cancel.cancelled:
-        return report
-    report = verify_patches(report, planned, cancel)
-    return carry_on_with_patches(report, planned, jobs=jobs, on_start=on_start, on_result=on_result, cancel=cancel)
+    """Run the schedule, with the reruns that verify a patch and the runs a verified patch carries on as runs
+    of it (one ``--jobs`` limit, one event stream: ``on_start`` and ``on_result`` hear them too), and conclude.
 
-
-PATCHED_PREFIX = "with patch"
-
-
-def carry_on_with_patches(
-    report: Report,
-    planned: Sequence[PlannedRun],
-    *,
-    jobs: int = 1,
-    on_start: StartCallback | None = None,
-    on_result: ResultCallback | None = None,
-    cancel: CancelScope | None = None,
-) -> Report:
-    """Run what a verified patch unblocked, with the patch applied, so one run shows what works once it is fixed.
-
-    The runs the patch fixed keep their real (failing) result: the stack as it is still fails there. The runs
-    skipped because of them run with every verified patch applied; their summaries start "with patch ID:".
-    """
-    verified = [f for f in report.findings if f.patch_verified and f.patch in PATCH_MODULES]
-    fixed = {run_id for finding in verified for run_id in finding.runs}
-    blocked = unblocked_by(planned, report, fixed)
-    if not blocked or (cancel is not None and cancel.cancelled):
-        return report
-    patches = [finding.patch for finding in verified if finding.patch is not None]
-    env = {PATCH_FILES_ENV: os.pathsep.join(str(patch_file(patch)) for patch in patches)}
-    again = fixed | set(blocked)
-    patched_plan = [
-        dataclasses.replace(
-            run, invocation=dataclasses.replace(run.invocation, extra_env={**run.invocation.extra_env, **env})
-        )
-        if run.run_id in again
-        else run
-        for run in planned
-    ]
-    label = f"{PATCHED_PREFIX} {', '.join(patches)}"
-    announce = None if on_result is None else lambda r: on_result(_labelled(r, label) if r.id in blocked else r)
-    given = {r.id: r for r in report.results if r.id not in again}
-    results = run_plan(patched_plan, jobs=jobs, on_start=on_start, on_result=announce, cancel=cancel, given=given)
-    merged = [
-        _labelled(result, label) if result.id in blocked else (report.result(result.id) or result) for result in results
-    ]
-    carried = make_report(report.environment, merged, kernel=report.kernel)
-    earlier = {f.id: f for f in report.findings}
-    findings = tuple(earlier.get(f.id, f) for f in carried.findings)  # keep the verification notes
-    return dataclasses.replace(carried, created=report.created, findings=findings)
-
-
-def unblocked_by(planned: Sequence[PlannedRun], report: Report, fixed: set[str]) -> list[str]:
-    """The runs skipped, directly or through a chain of skipped runs, because a run in ``fixed`` did not pass, in
-    plan order: what a patch that fixes ``fixed`` lets run. A run skipped for a reason known before it started (no
-    CUDA device, a missing package) stays skipped: the patch changes nothing there."""
-    blocked: list[str] = []
-    for run in planned:  # plan order puts prerequisites first, so one pass follows every chain
-        result = report.result(run.run_id)
-        if (
-            run.run_id not in fixed
-            and run.skip_reason is None
-            and result is not None
-            and result.outcome is Outcome.SKIPPED
-            and fixed.union(blocked).intersection(run.prerequisites)
-        ):
-            blocked.append(run.run_id)
-    return blocked
-
-
-def _labelled(result: ProbeResult, label: str) -> ProbeResult:
-    return dataclasses.replace(result, summary=f"{label}: {result.summary}")
+    ``handlers`` hear the schedule before the patch runs and the face do (the kernel's CPU-done marker)."""
+    patches = PatchRuns(schedule, explain=findings_of_one(environment))
+    run_schedule(schedule, [*handlers, patches, FaceCallbacks(on_start, on_result)])
+    return conclude(environment, schedule, patches, kernel=kernel)
 
 
 def plan(options: DoctorOptions, environment: Environment, specs: Sequence[ProbeSpec]) -> list[PlannedRun]:
@@ -244,13 +159,9 @@ def diagnose(
     planned = plan(options, environment, specs)
     if on_plan is not None:
         on_plan(environment, planned)
-    results = run_plan(
-        planned, jobs=options.jobs, on_start=on_start, on_result=on_result, cancel=cancel, expected=expected_durations()
-    )
-    record_durations(results)
-    report = conclude(
-        environment, results, planned, cancel=cancel, jobs=options.jobs, on_start=on_start, on_result=on_result
-    )
+    schedule = Schedule(planned, jobs=options.jobs, expected=expected_durations(), cancel=cancel)
+    report = run_and_conclude(environment, schedule, on_start=on_start, on_result=on_result)
+    record_durations(schedule.results())  # the plan's own runs: the stack as it is
     return with_pin_advice(report, options, specs)
 
 
@@ -336,8 +247,6 @@ def rerun(
     given = {r.id: r for r in report.results if r.id not in again}
     if on_plan is not None:
         on_plan(report.environment, planned)
-    results = run_plan(planned, jobs=options.jobs, on_start=on_start, on_result=on_result, cancel=cancel, given=given)
-    again_report = conclude(
-        report.environment, results, planned, cancel=cancel, jobs=options.jobs, on_start=on_start, on_result=on_result
-    )
+    schedule = Schedule(planned, jobs=options.jobs, given=given, cancel=cancel)
+    again_report = run_and_conclude(report.environment, schedule, on_start=on_start, on_result=on_result)
     return with_pin_advice(again_report, options, specs)

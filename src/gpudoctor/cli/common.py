@@ -169,7 +169,8 @@ def emit(report: Report, options: argparse.Namespace) -> None:
 
 
 def progress(result: ProbeResult) -> None:
-    sys.stderr.write(f"  {result.outcome.value:<8} {result.id} ({result.duration_s:.1f} s)\n")
+    patched = ", with a patch" if result.patched else ""  # a patch's rerun: not the stack as it is
+    sys.stderr.write(f"  {result.outcome.value:<8} {result.id} ({result.duration_s:.1f} s{patched})\n")
     sys.stderr.flush()
 
 

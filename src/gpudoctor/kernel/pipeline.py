@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpudoctor.doctor import conclude, default_jobs
+from gpudoctor.doctor import default_jobs, run_and_conclude
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.facts.interpreter import resolve_python
 from gpudoctor.facts.inventory import collect_environment
@@ -25,8 +25,9 @@ from gpudoctor.model import Device, Environment, ProbeResult, ProbeSpec, Report
 from gpudoctor.process.cancel import CancelScope
 from gpudoctor.redact import redact_text
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog
+from gpudoctor.suite.plan import PlannedRun, known_skip_reason
 from gpudoctor.suite.runner import ProbeInvocation
-from gpudoctor.suite.schedule import PlannedRun, ResultCallback, StartCallback, known_skip_reason, run_plan
+from gpudoctor.suite.schedule import ResultCallback, Schedule, ScheduledRun, ScheduleHandler, StartCallback
 
 KERNEL_SPEC = ProbeSpec(
     id=KERNEL_PROBE,
@@ -207,15 +208,24 @@ def diagnose_kernel(
     source = check_source(package, environment.packages)
     with tempfile.TemporaryDirectory(prefix="gpudoctor-kernel-") as scratch:
         planned = plan_kernel(options, environment, scan, calls, Path(scratch))
-        marker = cpu_done_marker(Path(scratch))
-
-        def heard(result: ProbeResult) -> None:
-            if result.id == KERNEL_SPEC.run_id(Device.CPU):
-                marker.touch()  # the GPU runs may compare now (or know there is nothing to compare with)
-            if on_result is not None:
-                on_result(result)
-
-        results = run_plan(planned, jobs=options.jobs, on_start=on_start, on_result=heard, cancel=cancel)
-        return conclude(
-            environment, results, planned, cancel=cancel, kernel=kernel_section(package, scan, calls, source)
+        schedule = Schedule(planned, jobs=options.jobs, cancel=cancel)
+        return run_and_conclude(
+            environment,
+            schedule,
+            on_start=on_start,
+            on_result=on_result,
+            kernel=kernel_section(package, scan, calls, source),
+            handlers=[CpuRunEnded(cpu_done_marker(Path(scratch)))],
         )
+
+
+@dataclass(frozen=True)
+class CpuRunEnded(ScheduleHandler):
+    """Marks the CPU kernel run's end with a file: the GPU runs may compare now (or know there is nothing to
+    compare with)."""
+
+    marker: Path
+
+    def on_result(self, schedule: Schedule, run: ScheduledRun, result: ProbeResult) -> None:
+        if result.id == KERNEL_SPEC.run_id(Device.CPU):
+            self.marker.touch()

@@ -31,15 +31,15 @@ from textual.worker import Worker, WorkerState
 from gpudoctor.atomic import atomic_write
 from gpudoctor.doctor import DoctorOptions, dependents, diagnose, make_report, probe_directory, rerun
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.model import Environment, ProbeResult, Report
+from gpudoctor.model import Environment, Outcome, ProbeResult, Report
 from gpudoctor.process.cancel import CancelScope
 from gpudoctor.process.session import ExitCode, Session
 from gpudoctor.report.codec import encode
 from gpudoctor.report.files import ReportFiles
 from gpudoctor.report.text import to_markdown, to_text
 from gpudoctor.suite.catalog import load_catalog, run_ids
+from gpudoctor.suite.plan import PlannedRun
 from gpudoctor.suite.runner import interrupted_result
-from gpudoctor.suite.schedule import PlannedRun
 from gpudoctor.tui.widgets import (
     SPINNER,
     DetailsPane,
@@ -244,6 +244,10 @@ class DoctorApp(App[int]):
     def on_run_ended(self, message: RunEnded) -> None:
         result = message.result
         self.started.pop(result.id, None)
+        kept = self.results.get(result.id)
+        if result.patched and kept is not None and kept.outcome is not Outcome.SKIPPED:
+            self.table.show_result(kept)  # a patch's verifying rerun: the row shows the stack as it is again
+            return
         self.results[result.id] = result
         self.table.show_result(result)
         if self.selected_run_id() == result.id:

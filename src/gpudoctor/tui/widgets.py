@@ -20,7 +20,7 @@ from gpudoctor.model import Environment, Outcome, ProbeResult, Report
 from gpudoctor.report.text import cost_line, environment_rows, where_it_died
 from gpudoctor.reproducer.command import RUN_ID
 from gpudoctor.safetext import safe_text
-from gpudoctor.suite.schedule import PlannedRun
+from gpudoctor.suite.plan import PlannedRun
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 OUTCOME_STYLES = {  # the colour of each outcome's word (Outcome.word)
