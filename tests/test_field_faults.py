@@ -79,3 +79,19 @@ def test_a_launch_refused_inside_an_extension_is_not_guessed_from_torchs_later_i
     # torch only says "CUDA error: invalid argument" at the next call; which launch it was, the sanitizer tells
     found = findings_for((RECORDED / "ext_too_many_threads" / "plain.err").read_text())
     assert not {_toolchain_of(f)[0] for f in found} & set(ENTRY.values()), sorted(found)
+
+
+@pytest.mark.parametrize(
+    ("printed", "entry"),
+    [
+        # seed 000's script on MAX 26.2+: the bridge moved
+        ("  File \"repro.py\", line 3, in <module>\n    from max.torch import CustomOpLibrary\n"
+         "ModuleNotFoundError: No module named 'max.torch'", "max-torch-moved"),
+        ("AttributeError: module 'torch' has no attribute 'float8_e8m0fnu'", "torch-lacks-float8-e8m0fnu"),
+        ("    ops = CustomOpLibrary(\"kernels\")\nAttributeError: 'str' object has no attribute 'is_file'",
+         "custom-op-library-str-path"),
+        ("kernels/add.mojo:3:6: error: unable to locate module 'compiler'", "mojo1-kernel-migration"),
+    ],
+)
+def test_every_api_move_the_knowledge_holds_is_known_from_what_a_users_program_prints(printed: str, entry: str) -> None:
+    assert entry in findings_for(printed)
