@@ -1,6 +1,6 @@
-"""The one pipeline every face uses: inventory -> plan -> run -> report.
-
-Faces pass options and callbacks in and get a Report back; they compute nothing themselves.
+"""The one pipeline every face uses: ``examine(subject, ...)``: inventory -> pre-flight -> plan -> schedule ->
+conclude -> advice, for any subject (gpudoctor.subject). Faces pass a subject, options and Events in and get a
+Report back; they compute nothing themselves.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, 
 from gpudoctor.patches import PATCH_FILES_ENV, PATCH_MODULES, patch_file
 from gpudoctor.preflight import preflight
 from gpudoctor.process.cancel import CancelScope
-from gpudoctor.suite.caches import expected_durations, record_durations
+from gpudoctor.subject import Events, ProbeSuite, RunContext, Subject
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.suite.runner import run_probe
 from gpudoctor.suite.schedule import PlannedRun, ResultCallback, StartCallback, plan_runs, run_plan
@@ -217,6 +218,43 @@ def probe_directory(options: DoctorOptions) -> Path:
 PlanCallback = Callable[[Environment, Sequence[PlannedRun]], None]
 
 
+def examine(
+    subject: Subject, options: DoctorOptions, events: Events | None = None, cancel: CancelScope | None = None
+) -> Report:
+    """Examine ``subject`` with ``options.python`` and return the report: inventory, pre-flight, plan, schedule,
+    conclusion (findings, patches verified), and where the subject is a matrix row, the pin advice.
+
+    ``events`` hears the plan before any run starts and each run as it starts and ends (from worker threads).
+    Cancelling ``cancel`` (from any thread or a signal handler) kills every running process at once: the report
+    then keeps what had ended and marks the rest INTERRUPTED.
+    """
+    events = events if events is not None else Events()
+    python = resolve_python(options.python)
+    if not options.run_probes:
+        environment = collect_environment(python, cancel=cancel)
+        events.planned(environment, [])
+        return make_report(environment)
+    environment = collect_environment(python, extra_packages=subject.needs_packages, cancel=cancel)
+    with tempfile.TemporaryDirectory(prefix="gpudoctor-") as scratch:
+        planned = subject.plan(environment, python, Path(scratch))
+        events.planned(environment, planned)
+        context = RunContext(python, Path(scratch), options.jobs, events, cancel)
+        results = subject.run(planned, context)
+        report = conclude(
+            environment,
+            results,
+            planned,
+            cancel=cancel,
+            kernel=subject.section(environment, results),
+            jobs=options.jobs,
+            on_start=events.start,
+            on_result=events.result,
+        )
+    if not subject.records_matrix_row:
+        return report
+    return with_pin_advice(report, options, subject.matrix_probes())
+
+
 def diagnose(
     options: DoctorOptions,
     *,
@@ -225,34 +263,13 @@ def diagnose(
     on_result: ResultCallback | None = None,
     cancel: CancelScope | None = None,
 ) -> Report:
-    """Run the whole pipeline and return the report.
+    """``examine`` of the probe suite ``options`` select (kept for callers that hold only options)."""
+    return examine(suite_of(options), options, Events(on_plan, on_start, on_result), cancel)
 
-    ``on_plan`` hears the environment and every planned run before any probe starts (a face can draw them);
-    ``on_start`` and ``on_result`` hear each run as it starts and ends, from worker threads. Cancelling
-    ``cancel`` (from any thread or a signal handler) kills every running probe at once: the report then
-    keeps what had ended and marks the rest INTERRUPTED.
-    """
-    python = resolve_python(options.python)
-    if not options.run_probes:
-        environment = collect_environment(python, cancel=cancel)
-        if on_plan is not None:
-            on_plan(environment, [])
-        return make_report(environment)
-    specs = load_catalog(probe_directory(options))
-    environment = collect_environment(
-        python, extra_packages=(n for s in specs for n in s.needs_packages), cancel=cancel
-    )
-    planned = plan(options, environment, specs)
-    if on_plan is not None:
-        on_plan(environment, planned)
-    results = run_plan(
-        planned, jobs=options.jobs, on_start=on_start, on_result=on_result, cancel=cancel, expected=expected_durations()
-    )
-    record_durations(results)
-    report = conclude(
-        environment, results, planned, cancel=cancel, jobs=options.jobs, on_start=on_start, on_result=on_result
-    )
-    return with_pin_advice(report, options, specs)
+
+def suite_of(options: DoctorOptions) -> ProbeSuite:
+    """The probe suite the options select: ``--probes``, ``--only``, ``--device``, ``--timeout``."""
+    return ProbeSuite(options.probe_dir, options.only, options.devices, options.timeout_s)
 
 
 PIN_FINDING = "pin-nearest-passing"

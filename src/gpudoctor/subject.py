@@ -1,0 +1,148 @@
+"""What the doctor examines: a `Subject` (the probe suite, a kernel package, a user's command) plans its runs, runs
+them, and adds its report section and its sweep fingerprint; `Events` is how a face hears the examination.
+
+Like pytest's ``Item``: one kind of thing for every kind of work, so the pipeline (``doctor.examine``), the sweep,
+the TUI and the handoffs hold a subject and never ask which kind it is. ``ProbeSuite`` (catalog.toml) lives here;
+``kernel.subject.KernelPackage`` and ``reproducer.subject.UserCommand`` are the other two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from gpudoctor.kernel.section import KernelSection
+from gpudoctor.model import Device, Environment, ProbeResult, ProbeSpec
+from gpudoctor.process.cancel import CancelScope
+from gpudoctor.suite.caches import expected_durations, record_durations
+from gpudoctor.suite.catalog import default_probe_dir, load_catalog
+from gpudoctor.suite.schedule import PlannedRun, plan_runs, run_plan
+
+
+@dataclass(frozen=True)
+class Events:
+    """What a face hears, each optional: ``plan`` the environment and every planned run before any starts (a face
+    can draw them; a run that is not a probe, such as a user's command, is not planned and is heard only at its
+    end); ``start`` and ``result`` each run as it starts and ends, from worker threads."""
+
+    plan: Callable[[Environment, Sequence[PlannedRun]], None] | None = None
+    start: Callable[[PlannedRun], None] | None = None
+    result: Callable[[ProbeResult], None] | None = None
+
+    def planned(self, environment: Environment, runs: Sequence[PlannedRun]) -> None:
+        if self.plan is not None:
+            self.plan(environment, runs)
+
+    def ended(self, result: ProbeResult) -> None:
+        if self.result is not None:
+            self.result(result)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What running a plan needs beyond the plan: the interpreter, a scratch folder that lives as long as the
+    examination, how many processes at once, who hears it, and the scope that stops it."""
+
+    python: str
+    scratch: Path
+    jobs: int
+    events: Events
+    cancel: CancelScope | None = None
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What a sweep keeps a cell's result under: ``request`` (a kept result is reused only for an equal one) and a
+    ``folder`` of its own under the results when results of this subject must not mix with the probes'."""
+
+    request: Mapping[str, object]
+    folder: str | None = None
+
+
+class Subject(Protocol):
+    """One kind of work the doctor examines."""
+
+    @property
+    def title(self) -> str:
+        """What a face says it is running: "the probes", "your kernel", "your command"."""
+
+    @property
+    def needs_packages(self) -> tuple[str, ...]:
+        """Distributions the inventory looks up beyond its own list."""
+
+    @property
+    def records_matrix_row(self) -> bool:
+        """Whether a report of it is a row of the compatibility matrix (and the matrix can advise on it)."""
+
+    def matrix_probes(self) -> tuple[ProbeSpec, ...]:
+        """The probes a matrix row of it records (empty when it records none)."""
+
+    def plan(self, environment: Environment, python: str, scratch: Path) -> list[PlannedRun]:
+        """The probe runs, prerequisites first; ``scratch`` is the examination's own folder."""
+
+    def run(self, planned: Sequence[PlannedRun], context: RunContext) -> tuple[ProbeResult, ...]:
+        """Run the plan (and anything that is not a probe run) and return every result."""
+
+    def section(self, environment: Environment, results: Sequence[ProbeResult]) -> KernelSection | None:
+        """The report's kernel section, or None."""
+
+    def fingerprint(self) -> Fingerprint:
+        """What a sweep keeps its cells under."""
+
+
+@dataclass(frozen=True)
+class ProbeSuite:
+    """gpudoctor's own probes, from ``probe_dir/catalog.toml`` (default: the shipped ones): ``only`` these (with
+    what they build on), on these ``devices``, each within ``timeout_s`` when given."""
+
+    probe_dir: Path | None = None
+    only: tuple[str, ...] | None = None
+    devices: tuple[Device, ...] | None = None
+    timeout_s: float | None = None
+    title: str = field(default="the probes", init=False)
+    records_matrix_row: bool = field(default=True, init=False)
+
+    @property
+    def directory(self) -> Path:
+        return (self.probe_dir or default_probe_dir()).absolute()
+
+    def probes(self) -> tuple[ProbeSpec, ...]:
+        return load_catalog(self.directory)
+
+    @property
+    def needs_packages(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(name for spec in self.probes() for name in spec.needs_packages))
+
+    def matrix_probes(self) -> tuple[ProbeSpec, ...]:
+        return self.probes()
+
+    def plan(self, environment: Environment, python: str, scratch: Path) -> list[PlannedRun]:
+        return plan_runs(
+            self.probes(),
+            environment,
+            python=python,
+            probe_dir=self.directory,
+            only=self.only,
+            devices=self.devices,
+            timeout_s=self.timeout_s,
+        )
+
+    def run(self, planned: Sequence[PlannedRun], context: RunContext) -> tuple[ProbeResult, ...]:
+        results = run_plan(
+            planned,
+            jobs=context.jobs,
+            on_start=context.events.start,
+            on_result=context.events.result,
+            cancel=context.cancel,
+            expected=expected_durations(),
+        )
+        record_durations(results)  # the next run starts the slow ones first
+        return results
+
+    def section(self, environment: Environment, results: Sequence[ProbeResult]) -> KernelSection | None:
+        return None
+
+    def fingerprint(self) -> Fingerprint:
+        return Fingerprint({"only": sorted(self.only) if self.only else None, "timeout_s": self.timeout_s})
