@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gpudoctor import __version__
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.examination import Events, RunContext
 from gpudoctor.facts.interpreter import resolve_python
 from gpudoctor.facts.inventory import collect_environment
 from gpudoctor.kernel.section import KernelSection
@@ -25,7 +26,7 @@ from gpudoctor.model import Device, Environment, Finding, Outcome, ProbeResult, 
 from gpudoctor.patches import PATCH_FILES_ENV, PATCH_MODULES, patch_file
 from gpudoctor.preflight import preflight
 from gpudoctor.process.cancel import CancelScope
-from gpudoctor.subject import Events, ProbeSuite, RunContext, Subject
+from gpudoctor.subject import ProbeSuite, Subject
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.suite.runner import run_probe
 from gpudoctor.suite.schedule import PlannedRun, ResultCallback, StartCallback, plan_runs, run_plan

@@ -1,5 +1,5 @@
 """What the doctor examines: a `Subject` (the probe suite, a kernel package, a user's command) plans its runs, runs
-them, and adds its report section and its sweep fingerprint; `Events` is how a face hears the examination.
+them, and adds its report section and its sweep fingerprint (what a run is given: gpudoctor.examination).
 
 Like pytest's ``Item``: one kind of thing for every kind of work, so the pipeline (``doctor.examine``), the sweep,
 the TUI and the handoffs hold a subject and never ask which kind it is. ``ProbeSuite`` (catalog.toml) lives here;
@@ -8,57 +8,17 @@ the TUI and the handoffs hold a subject and never ask which kind it is. ``ProbeS
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from gpudoctor.examination import Fingerprint, RunContext
 from gpudoctor.kernel.section import KernelSection
 from gpudoctor.model import Device, Environment, ProbeResult, ProbeSpec
-from gpudoctor.process.cancel import CancelScope
 from gpudoctor.suite.caches import expected_durations, record_durations
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog
 from gpudoctor.suite.schedule import PlannedRun, plan_runs, run_plan
-
-
-@dataclass(frozen=True)
-class Events:
-    """What a face hears, each optional: ``plan`` the environment and every planned run before any starts (a face
-    can draw them; a run that is not a probe, such as a user's command, is not planned and is heard only at its
-    end); ``start`` and ``result`` each run as it starts and ends, from worker threads."""
-
-    plan: Callable[[Environment, Sequence[PlannedRun]], None] | None = None
-    start: Callable[[PlannedRun], None] | None = None
-    result: Callable[[ProbeResult], None] | None = None
-
-    def planned(self, environment: Environment, runs: Sequence[PlannedRun]) -> None:
-        if self.plan is not None:
-            self.plan(environment, runs)
-
-    def ended(self, result: ProbeResult) -> None:
-        if self.result is not None:
-            self.result(result)
-
-
-@dataclass(frozen=True)
-class RunContext:
-    """What running a plan needs beyond the plan: the interpreter, a scratch folder that lives as long as the
-    examination, how many processes at once, who hears it, and the scope that stops it."""
-
-    python: str
-    scratch: Path
-    jobs: int
-    events: Events
-    cancel: CancelScope | None = None
-
-
-@dataclass(frozen=True)
-class Fingerprint:
-    """What a sweep keeps a cell's result under: ``request`` (a kept result is reused only for an equal one) and a
-    ``folder`` of its own under the results when results of this subject must not mix with the probes'."""
-
-    request: Mapping[str, object]
-    folder: str | None = None
 
 
 class Subject(Protocol):

@@ -76,7 +76,7 @@ def run(argv: Sequence[str]) -> int | DoctorAppRequest:
         return list_probes(options.probes)
 
     from gpudoctor.doctor import DoctorOptions, default_jobs, examine, suite_of
-    from gpudoctor.subject import Events
+    from gpudoctor.examination import Events
 
     doctor_options = DoctorOptions(
         python=options.python,

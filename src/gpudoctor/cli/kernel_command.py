@@ -113,8 +113,8 @@ def requests(options: argparse.Namespace) -> tuple[CallRequest, ...]:
 
 def run(argv: Sequence[str]) -> int:
     from gpudoctor.doctor import DoctorOptions, default_jobs, examine
+    from gpudoctor.examination import Events
     from gpudoctor.kernel.subject import KernelPackage
-    from gpudoctor.subject import Events
 
     options = build_parser().parse_args(argv)
     devices = tuple(Device(d) for d in options.device) if options.device else None

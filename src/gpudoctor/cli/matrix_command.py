@@ -126,8 +126,9 @@ def _add(options: argparse.Namespace, store: MatrixStore, known: set[str]) -> in
 def _run_now(options: argparse.Namespace) -> Report | int:
     """A fresh run to record, or the exit status when it was interrupted (a partial run is never recorded)."""
     from gpudoctor.doctor import DoctorOptions, default_jobs, examine
+    from gpudoctor.examination import Events
     from gpudoctor.process.cancel import Cancelled
-    from gpudoctor.subject import Events, ProbeSuite
+    from gpudoctor.subject import ProbeSuite
 
     doctor_options = DoctorOptions(python=options.python, jobs=options.jobs or default_jobs())
     events = Events(result=progress if sys.stderr.isatty() else None)

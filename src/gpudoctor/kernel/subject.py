@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.examination import Fingerprint, RunContext
 from gpudoctor.kernel.calls import CallRequest, KernelCall, resolve_calls
 from gpudoctor.kernel.scan import PackageScan, scan_package
 from gpudoctor.kernel.section import KernelSection
@@ -19,7 +20,6 @@ from gpudoctor.kernel.source.check import SourceCheck, check_source
 from gpudoctor.knowledge import CONTROL_PROBE, KERNEL_PROBE
 from gpudoctor.model import Device, Environment, ProbeResult, ProbeSpec
 from gpudoctor.redact import redact_text
-from gpudoctor.subject import Fingerprint, RunContext
 from gpudoctor.suite.catalog import KERNEL, default_probe_dir, load_catalog
 from gpudoctor.suite.runner import ProbeInvocation
 from gpudoctor.suite.schedule import PlannedRun, known_skip_reason, run_plan

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpudoctor.examination import Fingerprint, RunContext
 from gpudoctor.kernel.scan import scan_package
 from gpudoctor.kernel.section import KernelSection
 from gpudoctor.model import Environment, ProbeResult, ProbeSpec
 from gpudoctor.reproducer.command import HOST_INDEXING_DETAIL, Reproducer, fingerprint, fingerprint_key, run_command
-from gpudoctor.subject import Fingerprint, RunContext
 from gpudoctor.suite.schedule import PlannedRun
 
 MAX_PACKAGES = 16

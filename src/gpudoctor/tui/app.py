@@ -30,12 +30,13 @@ from textual.worker import Worker, WorkerState
 from gpudoctor.atomic import atomic_write
 from gpudoctor.doctor import DoctorOptions, dependents, examine, make_report, probe_directory, rerun, suite_of
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.examination import Events
 from gpudoctor.model import Environment, ProbeResult, Report
 from gpudoctor.process.cancel import CancelScope
 from gpudoctor.process.session import ExitCode, Session
 from gpudoctor.report.files import ReportFiles
 from gpudoctor.report.text import to_markdown, to_text
-from gpudoctor.subject import Events, Subject
+from gpudoctor.subject import Subject
 from gpudoctor.suite.catalog import load_catalog, run_ids
 from gpudoctor.suite.runner import interrupted_result
 from gpudoctor.suite.schedule import PlannedRun
