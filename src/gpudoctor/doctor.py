@@ -49,7 +49,10 @@ def default_jobs() -> int:
 
 @dataclass(frozen=True)
 class DoctorOptions:
-    """What the user asked for; the defaults give a full diagnosis with the doctor's own interpreter."""
+    """What the user asked for; the defaults give a full diagnosis with the doctor's own interpreter.
+
+    ``probe_dir``, ``only``, ``devices`` and ``timeout_s`` select the probe suite (``suite_of``); any other subject
+    carries its own selection, and ``examine`` takes the rest from here."""
 
     python: str | None = None
     probe_dir: Path | None = None
