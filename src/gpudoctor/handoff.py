@@ -1,6 +1,6 @@
 """A command's request for the interactive face: on a terminal, `gpudoctor`, `gpudoctor fleet` and
-`gpudoctor run --tui` hand their parsed options to the TUI instead of printing. The CLI returns one of these; the
-program (gpudoctor.program) starts the TUI with it, so that no face imports another."""
+`gpudoctor run --tui` hand their subject and options to the TUI instead of printing. The CLI returns one of these;
+the program (gpudoctor.program) starts the TUI with it, so that no face imports another."""
 
 from __future__ import annotations
 
