@@ -3,6 +3,7 @@ each plan, run and fingerprint themselves, and a face hears every kind through t
 
 from __future__ import annotations
 
+import pickle
 import sys
 from pathlib import Path
 
@@ -134,3 +135,4 @@ def test_every_subject_is_a_subject() -> None:
     assert [s.records_matrix_row for s in subjects] == [True, False, False]
     assert [s.title for s in subjects] == ["the probes", "your kernel", "your command"]
     assert [bool(s.matrix_probes()) for s in subjects] == [True, False, False]
+    assert [pickle.loads(pickle.dumps(s)) for s in subjects] == subjects  # a sweep's cells travel to Ray nodes
