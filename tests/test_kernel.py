@@ -15,8 +15,8 @@ from conftest import ROOT, TESTS, run_cli, validate_report
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.kernel.calls import CallRequest, load_spec, parse_parameter, parse_shape, resolve_calls
-from gpudoctor.kernel.pipeline import gpu_targets
 from gpudoctor.kernel.scan import scan_package
+from gpudoctor.kernel.subject import gpu_targets
 from gpudoctor.knowledge import load_knowledge, match_findings
 from gpudoctor.model import Driver, Environment, Gpu, Outcome, Platform, Report
 from gpudoctor.report.codec import decode, encode

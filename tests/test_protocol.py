@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT, SYNTHETIC
 
 from gpudoctor import protocol
-from gpudoctor.kernel.pipeline import KERNEL_SPEC
+from gpudoctor.kernel.subject import kernel_probe
 from gpudoctor.knowledge import load_knowledge
 from gpudoctor.model import Device, Outcome, ProbeSpec, Report
 from gpudoctor.patches import patch_file
@@ -22,7 +22,7 @@ from gpudoctor.report.codec import decode
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog
 from gpudoctor.suite.runner import ProbeInvocation, classify, read_events
 
-SPECS = {spec.id: spec for spec in (*load_catalog(default_probe_dir()), KERNEL_SPEC)}
+SPECS = {spec.id: spec for spec in (*load_catalog(default_probe_dir()), kernel_probe(default_probe_dir()))}
 FIXTURES = ROOT / "tests" / "fixtures"
 
 

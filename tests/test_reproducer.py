@@ -125,8 +125,8 @@ def test_seed_000_run_and_bisected_on_the_h100_is_the_scripts_fault() -> None:
     there: the report says so and how to get it). Here, the scan of the kernels beside the script, with the
     recorded crash, names the line at fault."""
     from gpudoctor.knowledge import load_knowledge, match_findings
-    from gpudoctor.reproducer.command import Reproducer
-    from gpudoctor.reproducer.diagnose import HOST_INDEXING_DETAIL, host_indexing_lines
+    from gpudoctor.reproducer.command import HOST_INDEXING_DETAIL, Reproducer
+    from gpudoctor.reproducer.subject import host_indexing_lines
 
     bisect = json.loads((H100 / "seed000-bisect.json").read_text())
     assert [(c["max"], c["way"]["outcome"], c["way"]["detail"]) for c in bisect["cells"]] == [

@@ -323,14 +323,10 @@ def test_your_own_crashing_command_in_the_app(tmp_path: Path) -> None:
 
 async def _own_command(tmp_path: Path) -> None:
     from gpudoctor.reproducer.command import Reproducer
-    from gpudoctor.reproducer.diagnose import diagnose_reproducer
+    from gpudoctor.reproducer.subject import UserCommand
 
     reproducer = Reproducer(("python", str(ROOT / "tests" / "reproducers" / "segfault_in_thread.py")), timeout_s=120)
-
-    def job(scope: Any, on_environment: Any, on_result: Any) -> Any:
-        return diagnose_reproducer(reproducer, scope, on_environment=on_environment, on_result=on_result)
-
-    app = DoctorApp(DoctorOptions(), export_dir=tmp_path, job=job)
+    app = DoctorApp(DoctorOptions(), export_dir=tmp_path, subject=UserCommand(reproducer))
     async with app.run_test(size=(160, 45)) as pilot:
         await _wait_for_report(app, pilot)
         assert app.report is not None and [r.outcome for r in app.report.results] == [Outcome.CRASH]

@@ -1,6 +1,7 @@
-"""The one pipeline every face uses: inventory -> plan -> run -> report.
+"""The one pipeline every face uses: ``examine(subject, ...)``: inventory -> pre-flight -> plan -> schedule ->
+conclusion -> advice, for any subject (the probe suite, a kernel package, a user's command).
 
-Faces pass options and callbacks in and get a Report back; they compute nothing themselves.
+Faces pass a subject, options and events in and get a Report back; they compute nothing themselves.
 """
 
 from __future__ import annotations
@@ -8,12 +9,14 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpudoctor import __version__
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.examination import Events, RunContext
 from gpudoctor.facts.interpreter import resolve_python
 from gpudoctor.facts.inventory import collect_environment
 from gpudoctor.kernel.section import KernelSection
@@ -22,6 +25,7 @@ from gpudoctor.matrix.query import machine_timelines, pin_options
 from gpudoctor.matrix.schema import Row
 from gpudoctor.model import Device, Environment, Finding, ProbeResult, ProbeSpec, Report, Severity
 from gpudoctor.process.cancel import CancelScope
+from gpudoctor.subject import ProbeSuite, Subject
 from gpudoctor.suite.caches import expected_durations, record_durations
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
 from gpudoctor.suite.patch_runs import PatchRuns
@@ -131,6 +135,41 @@ def probe_directory(options: DoctorOptions) -> Path:
 PlanCallback = Callable[[Environment, Sequence[PlannedRun]], None]
 
 
+def examine(
+    subject: Subject, options: DoctorOptions, events: Events | None = None, cancel: CancelScope | None = None
+) -> Report:
+    """Examine ``subject`` with ``options.python`` and return the report: inventory, pre-flight, the subject's plan
+    run as one schedule (patch verification and carry-on among its runs, within ``options.jobs``), the subject's
+    own run where it has one (a user's command), findings matched once, and for a matrix row the pin advice.
+
+    ``events`` hears the plan before any run starts and each run as it starts and ends (from worker threads).
+    Cancelling ``cancel`` (from any thread or a signal handler) kills every running process at once: the report
+    then keeps what had ended and marks the rest INTERRUPTED.
+    """
+    events = events if events is not None else Events()
+    python = resolve_python(options.python)
+    if not options.run_probes:
+        environment = collect_environment(python, cancel=cancel)
+        events.planned(environment, [])
+        return make_report(environment)
+    environment = collect_environment(python, extra_packages=subject.needs_packages, cancel=cancel)
+    with tempfile.TemporaryDirectory(prefix="gpudoctor-") as scratch:
+        context = RunContext(python, Path(scratch), options.jobs, events, cancel)
+        planned = subject.plan(environment, python, context.scratch)
+        events.planned(environment, planned)
+        schedule = Schedule(planned, jobs=options.jobs, expected=expected_durations(), cancel=cancel)
+        patches = PatchRuns(schedule, explain=findings_of_one(environment))
+        faces = FaceCallbacks(events.start, events.result)
+        run_schedule(schedule, [*subject.handlers(context), patches, faces])
+        record_durations(schedule.results())  # the plan's own runs, the stack as it is: the slow ones go first
+        results = (*patches.results(schedule), *subject.run_own(context))
+        report = patches.noted(make_report(environment, results, kernel=subject.section(environment, results)))
+    report = subject.concluded(report)
+    if not subject.records_matrix_row:
+        return report
+    return with_pin_advice(report, options, subject.matrix_probes())
+
+
 def diagnose(
     options: DoctorOptions,
     *,
@@ -139,30 +178,13 @@ def diagnose(
     on_result: ResultCallback | None = None,
     cancel: CancelScope | None = None,
 ) -> Report:
-    """Run the whole pipeline and return the report.
+    """``examine`` of the probe suite ``options`` select (kept for callers that hold only options)."""
+    return examine(suite_of(options), options, Events(on_plan, on_start, on_result), cancel)
 
-    ``on_plan`` hears the environment and every planned run before any probe starts (a face can draw them);
-    ``on_start`` and ``on_result`` hear each run as it starts and ends, from worker threads. Cancelling
-    ``cancel`` (from any thread or a signal handler) kills every running probe at once: the report then
-    keeps what had ended and marks the rest INTERRUPTED.
-    """
-    python = resolve_python(options.python)
-    if not options.run_probes:
-        environment = collect_environment(python, cancel=cancel)
-        if on_plan is not None:
-            on_plan(environment, [])
-        return make_report(environment)
-    specs = load_catalog(probe_directory(options))
-    environment = collect_environment(
-        python, extra_packages=(n for s in specs for n in s.needs_packages), cancel=cancel
-    )
-    planned = plan(options, environment, specs)
-    if on_plan is not None:
-        on_plan(environment, planned)
-    schedule = Schedule(planned, jobs=options.jobs, expected=expected_durations(), cancel=cancel)
-    report = run_and_conclude(environment, schedule, on_start=on_start, on_result=on_result)
-    record_durations(schedule.results())  # the plan's own runs: the stack as it is
-    return with_pin_advice(report, options, specs)
+
+def suite_of(options: DoctorOptions) -> ProbeSuite:
+    """The probe suite the options select: ``--probes``, ``--only``, ``--device``, ``--timeout``."""
+    return ProbeSuite(options.probe_dir, options.only, options.devices, options.timeout_s)
 
 
 PIN_FINDING = "pin-nearest-passing"

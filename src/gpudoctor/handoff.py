@@ -1,6 +1,6 @@
 """A command's request for the interactive face: on a terminal, `gpudoctor`, `gpudoctor fleet` and
-`gpudoctor run --tui` hand their parsed options to the TUI instead of printing. The CLI returns one of these; the
-program (gpudoctor.program) starts the TUI with it, so that no face imports another."""
+`gpudoctor run --tui` hand their subject and options to the TUI instead of printing. The CLI returns one of these;
+the program (gpudoctor.program) starts the TUI with it, so that no face imports another."""
 
 from __future__ import annotations
 
@@ -14,13 +14,15 @@ if TYPE_CHECKING:
     from gpudoctor.doctor import DoctorOptions
     from gpudoctor.fleet.ray_runner import FleetOptions
     from gpudoctor.fleet.report import FleetReport
-    from gpudoctor.reproducer.command import Reproducer
+    from gpudoctor.subject import Subject
 
 
 @dataclass(frozen=True)
 class DoctorAppRequest:
-    """Run the doctor's app with these options; write these report files when it ends."""
+    """Run the doctor's app on this subject (the probes, or `gpudoctor run --tui`'s command) with these options;
+    write these report files when it ends."""
 
+    subject: Subject
     options: DoctorOptions
     files: ReportFiles
 
@@ -33,12 +35,4 @@ class FleetAppRequest:
     after: Callable[[FleetReport], None]
 
 
-@dataclass(frozen=True)
-class RunAppRequest:
-    """`gpudoctor run --tui`: the user's command in the doctor's app; write these report files when it ends."""
-
-    reproducer: Reproducer
-    files: ReportFiles
-
-
-Handoff = DoctorAppRequest | FleetAppRequest | RunAppRequest
+Handoff = DoctorAppRequest | FleetAppRequest

@@ -39,25 +39,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _terminal(request: object) -> int:
     """Start the TUI a command asked for (Textual is imported only here)."""
-    from gpudoctor.handoff import DoctorAppRequest, FleetAppRequest, RunAppRequest
+    from gpudoctor.handoff import DoctorAppRequest, FleetAppRequest
 
     if isinstance(request, DoctorAppRequest):
         from gpudoctor.tui import run_tui
 
-        return run_tui(request.options, files=request.files)
-    if isinstance(request, RunAppRequest):
-        from gpudoctor.doctor import DoctorOptions
-        from gpudoctor.reproducer.diagnose import diagnose_reproducer
-        from gpudoctor.tui import run_tui
-
-        reproducer = request.reproducer
-        return run_tui(
-            DoctorOptions(python=reproducer.python),
-            files=request.files,
-            job=lambda scope, on_environment, on_result: diagnose_reproducer(
-                reproducer, scope, on_environment=on_environment, on_result=on_result
-            ),
-        )
+        return run_tui(request.subject, request.options, files=request.files)
     assert isinstance(request, FleetAppRequest)
     from gpudoctor.tui.fleet_app import run_fleet_tui
 

@@ -90,7 +90,8 @@ def run(argv: Sequence[str]) -> int | DoctorAppRequest:
     if options.list:
         return list_probes(options.probes)
 
-    from gpudoctor.doctor import DoctorOptions, default_jobs, diagnose
+    from gpudoctor.doctor import DoctorOptions, default_jobs, examine, suite_of
+    from gpudoctor.examination import Events
 
     doctor_options = DoctorOptions(
         python=options.python,
@@ -101,7 +102,8 @@ def run(argv: Sequence[str]) -> int | DoctorAppRequest:
         timeout_s=options.timeout,
         run_probes=not options.no_probes,
     )
+    subject = suite_of(doctor_options)
     if not (options.json or options.markdown or options.plain) and sys.stdin.isatty() and sys.stdout.isatty():
-        return DoctorAppRequest(doctor_options, report_files(options))  # the program starts the TUI with it
-    on_result = progress if wants_progress(options) else None
-    return run_and_report(lambda scope: diagnose(doctor_options, on_result=on_result, cancel=scope), options)
+        return DoctorAppRequest(subject, doctor_options, report_files(options))  # the program starts the TUI with it
+    events = Events(result=progress if wants_progress(options) else None)
+    return run_and_report(lambda scope: examine(subject, doctor_options, events, scope), options)

@@ -112,18 +112,15 @@ def requests(options: argparse.Namespace) -> tuple[CallRequest, ...]:
 
 
 def run(argv: Sequence[str]) -> int:
-    from gpudoctor.doctor import default_jobs
-    from gpudoctor.kernel.pipeline import KernelOptions, diagnose_kernel
+    from gpudoctor.doctor import DoctorOptions, default_jobs, examine
+    from gpudoctor.examination import Events
+    from gpudoctor.kernel.subject import KernelPackage
 
     options = build_parser().parse_args(argv)
-    kernel_options = KernelOptions(
-        package=options.package,
-        requests=requests(options),
-        python=options.python,
-        devices=tuple(Device(d) for d in options.device) if options.device else None,
-        jobs=options.jobs or default_jobs(),
-        timeout_s=options.timeout,
-        probe_dir=options.probes,
+    devices = tuple(Device(d) for d in options.device) if options.device else None
+    subject = KernelPackage.load(
+        options.package, requests(options), probe_dir=options.probes, devices=devices, timeout_s=options.timeout
     )
-    on_result = progress if wants_progress(options) else None
-    return run_and_report(lambda scope: diagnose_kernel(kernel_options, on_result=on_result, cancel=scope), options)
+    doctor_options = DoctorOptions(python=options.python, jobs=options.jobs or default_jobs())
+    events = Events(result=progress if wants_progress(options) else None)
+    return run_and_report(lambda scope: examine(subject, doctor_options, events, scope), options)

@@ -126,14 +126,16 @@ def _add(options: argparse.Namespace, store: MatrixStore, known: set[str]) -> in
 
 def _run_now(options: argparse.Namespace) -> Report | int:
     """A fresh run to record, or the exit status when it was interrupted (a partial run is never recorded)."""
-    from gpudoctor.doctor import DoctorOptions, default_jobs, diagnose
+    from gpudoctor.doctor import DoctorOptions, default_jobs, examine
+    from gpudoctor.examination import Events
     from gpudoctor.process.cancel import Cancelled
+    from gpudoctor.subject import ProbeSuite
 
     doctor_options = DoctorOptions(python=options.python, jobs=options.jobs or default_jobs())
-    on_result = progress if sys.stderr.isatty() else None
+    events = Events(result=progress if sys.stderr.isatty() else None)
     with stop_on_signals() as session:
         try:
-            report: Report | None = diagnose(doctor_options, on_result=on_result, cancel=session.scope)
+            report: Report | None = examine(ProbeSuite(), doctor_options, events, session.scope)
         except Cancelled:
             report = None
     if report is None or session.stopped:

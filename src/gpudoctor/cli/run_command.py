@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gpudoctor.cli.common import OneLineParser, add_report_file_arguments, report_files, run_and_report, seconds
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.handoff import RunAppRequest
+from gpudoctor.handoff import DoctorAppRequest
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,18 +49,20 @@ def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return argv[:at], command
 
 
-def run(argv: Sequence[str]) -> int | RunAppRequest:
+def run(argv: Sequence[str]) -> int | DoctorAppRequest:
+    from gpudoctor.doctor import DoctorOptions, examine
     from gpudoctor.reproducer.command import Reproducer
-    from gpudoctor.reproducer.diagnose import diagnose_reproducer
+    from gpudoctor.reproducer.subject import UserCommand
 
     own, command = split_command(argv)
     options = build_parser().parse_args(own)
-    reproducer = Reproducer(
-        argv=tuple(command), cwd=Path.cwd(), timeout_s=options.timeout, python=options.python,
-        debugger=not options.no_debugger,
+    subject = UserCommand(
+        Reproducer(argv=tuple(command), cwd=Path.cwd(), timeout_s=options.timeout, python=options.python,
+                   debugger=not options.no_debugger)
     )  # fmt: skip
+    doctor_options = DoctorOptions(python=options.python, jobs=1)
     if options.tui:
         if not sys.stdout.isatty():
             raise GpuDoctorError("--tui needs a terminal; use --plain, --json or --markdown")
-        return RunAppRequest(reproducer, report_files(options))
-    return run_and_report(lambda scope: diagnose_reproducer(reproducer, scope), options)
+        return DoctorAppRequest(subject, doctor_options, report_files(options))
+    return run_and_report(lambda scope: examine(subject, doctor_options, cancel=scope), options)

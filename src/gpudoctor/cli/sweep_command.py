@@ -26,7 +26,7 @@ from gpudoctor.process.session import stop_on_signals
 from gpudoctor.safetext import safe_text
 
 if TYPE_CHECKING:
-    from gpudoctor.kernel.calls import CallRequest
+    from gpudoctor.subject import Subject
     from gpudoctor.sweep.run import Grid
 
 
@@ -81,16 +81,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _kernel(options: argparse.Namespace) -> tuple[Path | None, tuple[CallRequest, ...]]:
-    """The user's kernel package and its calls, checked as `gpudoctor kernel` checks them."""
+def _subject(options: argparse.Namespace) -> Subject:
+    """What every cell examines: the user's kernel package and its calls, checked as `gpudoctor kernel` checks
+    them, or else the probes."""
     if options.kernel is None:
         if options.op or options.shape or options.dtype or options.param or options.spec:
             raise GpuDoctorError("--op, --shape, --dtype, --param and --spec go with --kernel PATH")
-        return None, ()
-    from gpudoctor.cli.kernel_command import requests
-    from gpudoctor.kernel.pipeline import check_package_path
+        from gpudoctor.subject import ProbeSuite
 
-    return check_package_path(options.kernel), requests(options)
+        return ProbeSuite(only=tuple(options.only) if options.only else None, timeout_s=options.timeout)
+    from gpudoctor.cli.kernel_command import requests
+    from gpudoctor.kernel.subject import KernelPackage
+
+    return KernelPackage.load(options.kernel, requests(options), timeout_s=options.timeout)
 
 
 def run(argv: Sequence[str]) -> int:
@@ -116,19 +119,16 @@ def run(argv: Sequence[str]) -> int:
 
         matrix_dir = default_matrix_dir(options.matrix, writing=True)
     cells = tuple(gridmod.cells(torch_versions, max_versions, python))
-    kernel_path, kernel_requests = _kernel(options)
+    subject = _subject(options)
     sweep_options = SweepOptions(
         cells=cells,
         envs_dir=(options.envs or default_envs_dir()).absolute(),
+        subject=subject,
         matrix_dir=matrix_dir,
-        only=tuple(options.only) if options.only else None,
         parallel=options.parallel or 0,  # 0: SweepOptions picks what the machine allows
         probe_jobs=options.jobs or 0,
-        timeout_s=options.timeout,
         refresh=options.refresh,
         inherit=inherit,
-        kernel=kernel_path,
-        kernel_requests=kernel_requests,
         find_links=find_links,
         offline=offline,
     )

@@ -17,6 +17,7 @@ from gpudoctor.redact import redact_text
 from gpudoctor.report.codec import decode
 from gpudoctor.reproducer.bisect import BisectSearch, Transition, Verdict, Way, transitions, way_of
 from gpudoctor.reproducer.command import RUN_ID, Reproducer
+from gpudoctor.reproducer.subject import UserCommand
 from gpudoctor.sweep.grid import Cell, CellResult, CellStatus
 from gpudoctor.sweep.run import MAX_KEPT_BYTES, Grid, SweepOptions
 from gpudoctor.textfile import read_text
@@ -131,7 +132,7 @@ def bisect(
             on_event("examining MAX " + ", ".join(c.max for c in cells))
         sweep_options = SweepOptions(
             cells=cells, envs_dir=options.envs_dir, matrix_dir=None, parallel=len(cells), probe_jobs=1,
-            refresh=options.refresh, inherit=options.inherit, reproducer=options.reproducer,
+            refresh=options.refresh, inherit=options.inherit, subject=UserCommand(options.reproducer),
             find_links=options.find_links, offline=options.offline,
         )  # fmt: skip
         grid = run_cells(sweep_options, scope)

@@ -19,7 +19,10 @@ CATALOG_FILE = "catalog.toml"
 MAX_CATALOG_BYTES = 256 * 1024
 MAX_TIMEOUT_S = 24 * 3600.0  # a probe that needs more than a day is not a probe
 _ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
-_FIELDS = {"id", "script", "title", "stage", "devices", "needs", "after", "timeout_s", "args", "details"}
+_FIELDS = {"id", "script", "title", "stage", "devices", "needs", "after", "timeout_s", "args", "details", "subject"}
+SUITE = "suite"  # the probes `gpudoctor` runs
+KERNEL = "kernel"  # the probe `gpudoctor kernel` runs on the user's package
+SUBJECTS = (SUITE, KERNEL)
 
 
 def default_probe_dir() -> Path:
@@ -55,6 +58,14 @@ def _script(where: str, script: str, probe_dir: Path) -> str:
     if not path.is_file():
         raise GpuDoctorError(f"{where}: field 'script' names {script!r}, which is not a file")
     return script
+
+
+def _subject(where: str, entry: Any) -> str:
+    entry = checked_table(where, entry, _FIELDS)
+    subject = entry.get("subject", SUITE)
+    if subject not in SUBJECTS:
+        raise GpuDoctorError(f"{where}: field 'subject' must be one of {', '.join(map(repr, SUBJECTS))}")
+    return str(subject)
 
 
 def _spec(where: str, entry: Any, probe_dir: Path) -> ProbeSpec:
@@ -93,8 +104,8 @@ def _spec(where: str, entry: Any, probe_dir: Path) -> ProbeSpec:
     )
 
 
-def load_catalog(probe_dir: Path) -> tuple[ProbeSpec, ...]:
-    """Every probe declared in ``probe_dir/catalog.toml``, validated."""
+def load_catalog(probe_dir: Path, subject: str = SUITE) -> tuple[ProbeSpec, ...]:
+    """Every probe declared in ``probe_dir/catalog.toml`` for ``subject`` (default: the suite), validated."""
     if not probe_dir.is_dir():
         problem = "does not exist" if not probe_dir.exists() else "is not a folder"
         raise GpuDoctorError(f"{probe_dir}: {problem}", hint="point --probes at a folder holding catalog.toml")
@@ -105,7 +116,9 @@ def load_catalog(probe_dir: Path) -> tuple[ProbeSpec, ...]:
     entries = data.get("probe", [])
     if not isinstance(entries, list):
         raise GpuDoctorError(f"{path}: 'probe' must be an array of tables ([[probe]])")
-    specs = tuple(_spec(f"{path}: probe #{n + 1}", entry, probe_dir) for n, entry in enumerate(entries))
+    wheres = [f"{path}: probe #{n + 1}" for n in range(len(entries))]
+    specs = tuple(_spec(where, entry, probe_dir) for where, entry in zip(wheres, entries, strict=True))
+    subjects = [_subject(where, entry) for where, entry in zip(wheres, entries, strict=True)]
     ids = [s.id for s in specs]
     for spec in specs:
         if ids.count(spec.id) > 1:
@@ -113,4 +126,4 @@ def load_catalog(probe_dir: Path) -> tuple[ProbeSpec, ...]:
         for prerequisite in spec.after:
             if prerequisite not in ids:
                 raise GpuDoctorError(f"{path}: probe {spec.id!r}: field 'after' names unknown probe {prerequisite!r}")
-    return specs
+    return tuple(spec for spec, of in zip(specs, subjects, strict=True) if of == subject)

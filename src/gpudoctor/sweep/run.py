@@ -1,5 +1,6 @@
-"""`gpudoctor sweep`: build each cell's environment, examine it with the doctor through ``--python``, keep its
-report, and merge its row into the matrix through the locked store; cells run concurrently, stop together.
+"""`gpudoctor sweep`: build each cell's environment, examine the sweep's subject in it (the probes, a user's kernel,
+a bisect's command) through the cell's interpreter, keep its report, and merge its row into the matrix through the
+locked store; cells run concurrently, stop together.
 
 Finished cells are kept on disk (``<envs>/results/``): a rerun reuses them unless asked to refresh, and a
 stopped sweep loses nothing that had ended.
@@ -14,23 +15,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gpudoctor import __version__
 from gpudoctor.atomic import atomic_write
-from gpudoctor.doctor import DoctorOptions, default_jobs, diagnose
+from gpudoctor.doctor import DoctorOptions, default_jobs, examine
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Report
 from gpudoctor.process.cancel import Cancelled, CancelScope
 from gpudoctor.report.codec import decode, encode
-from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
+from gpudoctor.subject import Subject
+from gpudoctor.suite.catalog import run_ids
 from gpudoctor.sweep.envs import Built, EnvironmentBuilder
 from gpudoctor.sweep.grid import Cell, CellResult, CellStatus
 from gpudoctor.textfile import read_text
-
-if TYPE_CHECKING:
-    from gpudoctor.kernel.calls import CallRequest
-    from gpudoctor.reproducer.command import Reproducer
 
 RESULTS_DIR = "results"
 MAX_KEPT_BYTES = 64 * 1024 * 1024  # a kept cell result or report
@@ -40,17 +37,12 @@ MAX_KEPT_BYTES = 64 * 1024 * 1024  # a kept cell result or report
 class SweepOptions:
     cells: tuple[Cell, ...]
     envs_dir: Path
-    matrix_dir: Path | None = None  # None: record nothing in the matrix
-    only: tuple[str, ...] | None = None
+    subject: Subject  # what every cell examines: the probes, a user's kernel, a bisect's command
+    matrix_dir: Path | None = None  # None: record nothing in the matrix (nor does a subject that is no row)
     parallel: int = 0  # cells examined at once (0: as the machine allows, see __post_init__)
     probe_jobs: int = 0  # probe processes at once inside each cell (0: as the machine allows)
-    timeout_s: float | None = None
     refresh: bool = False
     inherit: str | None = None  # an interpreter whose packages the cells may reuse (see EnvironmentBuilder)
-    probe_dir: Path | None = None
-    kernel: Path | None = None  # the user's kernel package: `gpudoctor kernel` in every cell instead of the probes
-    kernel_requests: tuple[CallRequest, ...] = ()
-    reproducer: Reproducer | None = None  # `gpudoctor bisect`: the user's command in every cell (no matrix rows)
     find_links: tuple[Path, ...] = ()  # wheelhouses for uv (with offline: nothing from an index)
     offline: bool = False
 
@@ -100,12 +92,10 @@ class Sweep:
         self.builder = builder or EnvironmentBuilder(
             options.envs_dir, inherit=options.inherit, find_links=options.find_links, offline=options.offline
         )
+        self.fingerprint = options.subject.fingerprint()
         self.results_dir = options.envs_dir / RESULTS_DIR
-        if options.reproducer is not None:  # each reproducer keeps its own results: cells are shared, runs are not
-            from gpudoctor.reproducer.command import fingerprint_key
-
-            self.results_dir = self.results_dir / f"reproducer-{fingerprint_key(options.reproducer)}"
-        self.known = run_ids(load_catalog((options.probe_dir or default_probe_dir()).absolute()))
+        if self.fingerprint.folder is not None:
+            self.results_dir = self.results_dir / self.fingerprint.folder
 
     def _result_file(self, cell: Cell) -> Path:
         return self.results_dir / f"{cell.key}.json"
@@ -127,20 +117,7 @@ class Sweep:
     @property
     def request(self) -> dict[str, object]:
         """What decides a cell's result besides the cell: kept results are reused only for the same."""
-        request: dict[str, object] = {
-            "doctor": __version__,
-            "only": sorted(self.options.only) if self.options.only else None,
-            "timeout_s": self.options.timeout_s,
-            "inherit": self.options.inherit,
-        }
-        if self.options.kernel is not None:
-            request["kernel"] = str(self.options.kernel)
-            request["kernel_calls"] = [repr(r) for r in self.options.kernel_requests]
-        if self.options.reproducer is not None:
-            from gpudoctor.reproducer.command import fingerprint
-
-            request["reproducer"] = fingerprint(self.options.reproducer)
-        return request
+        return {"doctor": __version__, "inherit": self.options.inherit, **self.fingerprint.request}
 
     def examine(self, cell: Cell, cancel: CancelScope, on_event: EventCallback | None) -> CellResult:
         def event(step: str, result: CellResult | None = None) -> None:
@@ -184,32 +161,9 @@ class Sweep:
         return self._keep(cell, result)
 
     def _examine(self, built: Built, cancel: CancelScope) -> Report:
-        """The doctor in the cell's environment: its probes, the user's kernel next to the control, or the user's
-        reproducer."""
-        if self.options.reproducer is not None:
-            from gpudoctor.reproducer.diagnose import diagnose_reproducer
-
-            return diagnose_reproducer(dataclasses.replace(self.options.reproducer, python=str(built.python)), cancel)
-        if self.options.kernel is not None:
-            from gpudoctor.kernel.pipeline import KernelOptions, diagnose_kernel
-
-            kernel_options = KernelOptions(
-                package=self.options.kernel,
-                requests=self.options.kernel_requests,
-                python=str(built.python),
-                jobs=self.options.probe_jobs,
-                timeout_s=self.options.timeout_s,
-                probe_dir=self.options.probe_dir,
-            )
-            return diagnose_kernel(kernel_options, cancel=cancel)
-        doctor_options = DoctorOptions(
-            python=str(built.python),
-            probe_dir=self.options.probe_dir,
-            only=self.options.only,
-            jobs=self.options.probe_jobs,
-            timeout_s=self.options.timeout_s,
-        )
-        return diagnose(doctor_options, cancel=cancel)
+        """The doctor's examination of the sweep's subject with the cell's interpreter."""
+        options = DoctorOptions(python=str(built.python), jobs=self.options.probe_jobs)
+        return examine(self.options.subject, options, cancel=cancel)
 
     def _keep(self, cell: Cell, result: CellResult) -> CellResult:
         atomic_write(self._result_file(cell), json.dumps(result.to_dict(), indent=2) + "\n")
@@ -217,10 +171,9 @@ class Sweep:
 
     def record(self, cell: Cell, result: CellResult, report: Report | None = None) -> None:
         """Merge the cell's row into the matrix (when there is one, and the cell was examined)."""
-        if self.options.matrix_dir is None or result.report is None or self.options.kernel is not None:
-            return  # a user's kernel says nothing about the stack's row
-        if self.options.reproducer is not None:
-            return  # nor does a user's reproducer
+        subject = self.options.subject
+        if self.options.matrix_dir is None or result.report is None or not subject.records_matrix_row:
+            return
         from gpudoctor.matrix import MatrixStore, row_from_report
 
         if report is None:
@@ -230,7 +183,7 @@ class Sweep:
             except (GpuDoctorError, ValueError, KeyError, TypeError):
                 return
         try:
-            row = row_from_report(report, self.known)
+            row = row_from_report(report, run_ids(subject.matrix_probes()))
         except GpuDoctorError:
             return  # nothing ran to an end: no row to record
         MatrixStore(self.options.matrix_dir).add(row)

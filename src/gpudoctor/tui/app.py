@@ -1,9 +1,10 @@
 """The interactive app: `gpudoctor` on a terminal.
 
-The work (a full run, a rerun) goes through the same pipeline as every other face (``doctor.diagnose`` and
-``doctor.rerun``) in a Textual thread worker, under a child of the app's cancel scope; progress comes back
-as messages, so the UI never waits on a probe. Quitting (q, the window closing, SIGTERM) cancels the scope:
-every running probe's process group is killed at once and the app exits without waiting for them.
+The work (examining its subject: the probes or a user's command; a rerun) goes through the same pipeline as every
+other face (``doctor.examine`` and ``doctor.rerun``) in a Textual thread worker, under a child of the app's cancel
+scope; progress comes back as messages (gpudoctor.tui.messages), so the UI never waits on a probe. Quitting (q, the
+window closing, SIGTERM) cancels the scope: every running probe's process group is killed at once and the app exits
+without waiting for them.
 """
 
 from __future__ import annotations
@@ -13,33 +14,34 @@ import contextlib
 import json
 import signal
 import sys
-import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
-from textual.message import Message
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from gpudoctor.atomic import atomic_write
-from gpudoctor.doctor import DoctorOptions, dependents, diagnose, make_report, probe_directory, rerun
+from gpudoctor.doctor import DoctorOptions, dependents, examine, make_report, probe_directory, rerun, suite_of
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.examination import Events
 from gpudoctor.model import Environment, Outcome, ProbeResult, Report
 from gpudoctor.process.cancel import CancelScope
 from gpudoctor.process.session import ExitCode, Session
 from gpudoctor.report.codec import encode
 from gpudoctor.report.files import ReportFiles
 from gpudoctor.report.text import to_markdown, to_text
+from gpudoctor.subject import Subject
 from gpudoctor.suite.catalog import load_catalog, run_ids
 from gpudoctor.suite.plan import PlannedRun
 from gpudoctor.suite.runner import interrupted_result
+from gpudoctor.tui.messages import ReportReady, RunEnded, RunPlanned, RunStarted, WorkFailed
 from gpudoctor.tui.widgets import (
     SPINNER,
     DetailsPane,
@@ -50,41 +52,6 @@ from gpudoctor.tui.widgets import (
     StatusLine,
     details_text,
 )
-
-# `gpudoctor run` in the app: given the session's scope, a callback for the inventory and one for the result.
-ReportJob = Callable[[CancelScope, Callable[[Environment], None], Callable[[ProbeResult], None]], Report]
-
-
-class RunPlanned(Message):
-    def __init__(self, environment: Environment, planned: Sequence[PlannedRun]) -> None:
-        super().__init__()
-        self.environment = environment
-        self.planned = list(planned)
-
-
-class RunStarted(Message):
-    def __init__(self, run_id: str) -> None:
-        super().__init__()
-        self.run_id = run_id
-        self.at = time.monotonic()
-
-
-class RunEnded(Message):
-    def __init__(self, result: ProbeResult) -> None:
-        super().__init__()
-        self.result = result
-
-
-class ReportReady(Message):
-    def __init__(self, report: Report) -> None:
-        super().__init__()
-        self.report = report
-
-
-class WorkFailed(Message):
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
 
 
 class DoctorApp(App[int]):
@@ -108,11 +75,11 @@ class DoctorApp(App[int]):
         *,
         export_dir: Path | None = None,
         matrix_dir: Path | None = None,
-        job: ReportJob | None = None,
+        subject: Subject | None = None,
     ) -> None:
         super().__init__()
         self.options = options
-        self.job = job  # `gpudoctor run`: the user's command instead of the probes
+        self.subject = subject if subject is not None else suite_of(options)  # default: the probes options select
         self.export_dir = export_dir or Path.cwd()
         self.matrix_dir = matrix_dir
         self.session = Session()  # stopped when the app goes: every probe of every run with it
@@ -174,11 +141,17 @@ class DoctorApp(App[int]):
 
     # --- work, in a thread worker under a child of the session's cancel scope -----------------------------
 
-    def _callbacks(self) -> dict[str, Any]:
-        return {
-            "on_start": lambda run: self.post_message(RunStarted(run.run_id)),
-            "on_result": lambda result: self.post_message(RunEnded(result)),
-        }
+    def _events(self) -> Events:
+        return Events(plan=self._planned, start=self._started, result=self._ended)
+
+    def _planned(self, environment: Environment, planned: Sequence[PlannedRun]) -> None:
+        self.post_message(RunPlanned(environment, planned))
+
+    def _started(self, run: PlannedRun) -> None:
+        self.post_message(RunStarted(run.run_id))
+
+    def _ended(self, result: ProbeResult) -> None:
+        self.post_message(RunEnded(result))
 
     def _launch(self, work: Callable[[CancelScope], Report]) -> None:
         self.running = True
@@ -206,24 +179,8 @@ class DoctorApp(App[int]):
         self.report = None
         self.results.clear()
         self.started.clear()
-        self._say("running the probes ...")
-
-        def on_plan(environment: Environment, planned: Sequence[PlannedRun]) -> None:
-            self.post_message(RunPlanned(environment, planned))
-
-        def work(scope: CancelScope) -> Report:
-            if self.job is not None:
-
-                def planned(environment: Environment) -> None:
-                    self.post_message(RunPlanned(environment, []))
-
-                def ended(result: ProbeResult) -> None:
-                    self.post_message(RunEnded(result))
-
-                return self.job(scope, planned, ended)
-            return diagnose(self.options, on_plan=on_plan, cancel=scope, **self._callbacks())
-
-        self._launch(work)
+        self._say(f"running {self.subject.title} ...")
+        self._launch(lambda scope: examine(self.subject, self.options, self._events(), scope))
 
     # --- messages from the work ---------------------------------------------------------------------------
 
@@ -235,8 +192,8 @@ class DoctorApp(App[int]):
         early = make_report(message.environment)  # pre-flight findings: known before any probe ends
         if early.findings and self.report is None:
             self.query_one("#findings", FindingsPane).show(early)
-        if not message.planned:
-            self._say("inventory only: no probes planned" if self.job is None else "running your command ...")
+        if not self.options.run_probes:
+            self._say("inventory only: no probes planned")
 
     def on_run_started(self, message: RunStarted) -> None:
         self.started[message.run_id] = message.at
@@ -325,12 +282,11 @@ class DoctorApp(App[int]):
         """The report of what had ended, the rest marked interrupted (None before the inventory was in)."""
         if self.environment is None:
             return None
-        if self.job is not None:  # the user's command: what had ended (nothing, when it was still running)
-            return make_report(self.environment, list(self.results.values()))
         results = [
             self.results.get(run_id) or interrupted_result(run.invocation, reason)
             for run_id, run in self.planned.items()
-        ]
+        ]  # and what ended without being planned (a user's command): nothing, when it was still running
+        results += [result for run_id, result in self.results.items() if run_id not in self.planned]
         return make_report(self.environment, results)
 
     def _interrupt(self) -> None:
@@ -365,7 +321,12 @@ class DoctorApp(App[int]):
             self.results.pop(rerun_id, None)
         self.table.show_queued(again)
         self._say(f"rerunning {', '.join(again)} ...")
-        self._launch(lambda scope: rerun(self.options, report, [run_id], cancel=scope, **self._callbacks()))
+        events = self._events()
+        self._launch(
+            lambda scope: rerun(
+                self.options, report, [run_id], on_start=events.start, on_result=events.result, cancel=scope
+            )
+        )
 
     def _export(self, name: str, text: str) -> Path | None:
         if self.report is None:
@@ -412,10 +373,10 @@ class DoctorApp(App[int]):
         self.notify(message, markup=False)
 
 
-def run_tui(options: DoctorOptions, files: ReportFiles | None = None, job: ReportJob | None = None) -> int:
-    """Run the app on this terminal. Exit status: the report's; 130 when quit (143 on SIGTERM) mid-run, and
-    then what had ended is printed on the terminal the app leaves behind."""
-    app = DoctorApp(options, job=job)
+def run_tui(subject: Subject, options: DoctorOptions, files: ReportFiles | None = None) -> int:
+    """Run the app on this terminal, examining ``subject``. Exit status: the report's; 130 when quit (143 on
+    SIGTERM) mid-run, and then what had ended is printed on the terminal the app leaves behind."""
+    app = DoctorApp(options, subject=subject)
     code = app.run()
     finished = app.kept if app.kept is not None else app.report
     if files is not None and finished is not None:

@@ -106,7 +106,7 @@ def kernel_host_indexing_not_called(report: Report) -> list[PredicateEvidence]:
 @predicate("reproducer_host_indexing")
 def reproducer_host_indexing(report: Report) -> list[PredicateEvidence]:
     """`gpudoctor run`: a reproducer that crashed on a GPU stack, with lines of the Mojo packages beside it that
-    index tensors from host code (the static scan of gpudoctor.reproducer.diagnose)."""
+    index tensors from host code (the static scan of gpudoctor.reproducer.subject)."""
     result = report.result(RUN_ID)
     if result is None or result.outcome is not Outcome.CRASH or not report.environment.driver.gpus:
         return []
