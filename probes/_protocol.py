@@ -41,6 +41,19 @@ class DetailKey:
     COMPILE_ERRORS = "compile_errors"  # the Mojo compiler's diagnostics when the package did not build (kernel)
 
 
+# `gpudoctor kernel`: the probe that runs the user's package, and the control kernel's probe run next to it.
+KERNEL_PROBE = "kernel"
+CONTROL_PROBE = "custom-op"
+
+# The user's command under `gpudoctor run` and `bisect`: its run id, and the details the doctor adds to its result.
+REPRODUCER_RUN_ID = "reproducer"
+
+
+class ReproducerDetail:
+    HOST_INDEXING = "mojo_host_indexing"  # lines of Mojo packages beside the script that index from host code
+    LEFT_RUNNING = "left_running"  # what the command left running when it ended ({pid, command}), now ended
+
+
 # Keys every probe may publish, whatever its catalog entry declares (the harness sets them).
 HARNESS_DETAILS = (DetailKey.PATCHES_APPLIED,)
 

@@ -19,9 +19,9 @@ from gpudoctor.errors import GpuDoctorError
 from gpudoctor.examination import Events, RunContext
 from gpudoctor.facts.interpreter import resolve_python
 from gpudoctor.facts.inventory import collect_environment
-from gpudoctor.kernel.section import KernelSection
+from gpudoctor.kernelsection import KernelSection
 from gpudoctor.knowledge import match_findings, preflight
-from gpudoctor.matrix.query import machine_timelines, pin_options
+from gpudoctor.matrix.pins import machine_timelines, pin_options
 from gpudoctor.matrix.schema import Row
 from gpudoctor.model import Device, Environment, Finding, ProbeResult, ProbeSpec, Report, Severity
 from gpudoctor.process.cancel import CancelScope

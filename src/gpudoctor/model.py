@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpudoctor.kernel.section import KernelSection
+from gpudoctor.kernelsection import KernelSection
 from gpudoctor.protocol import DetailKey
 from gpudoctor.stackfacts import StackFacts
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gpudoctor.examination import Fingerprint, RunContext
-from gpudoctor.kernel.section import KernelSection
+from gpudoctor.kernelsection import KernelSection
 from gpudoctor.model import Device, Environment, ProbeResult, ProbeSpec, Report
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog
 from gpudoctor.suite.plan import PlannedRun, plan_runs

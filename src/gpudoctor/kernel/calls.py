@@ -30,7 +30,7 @@ from typing import Any
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.kernel.scan import OpInfo, PackageScan
-from gpudoctor.kernel.section import KernelCallSpec, KernelReference, KernelTensorSpec
+from gpudoctor.kernelsection import KernelCallSpec, KernelReference, KernelTensorSpec
 from gpudoctor.tomlcheck import checked_table, read_toml
 
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool")

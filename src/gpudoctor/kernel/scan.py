@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpudoctor.kernel.section import KernelOp, KernelScan, KernelSourceLine, KernelTensorArg
+from gpudoctor.kernelsection import KernelOp, KernelScan, KernelSourceLine, KernelTensorArg
 from gpudoctor.textfile import read_source
 
 MAX_FILES = 200

@@ -15,10 +15,10 @@ from gpudoctor.errors import GpuDoctorError
 from gpudoctor.examination import Fingerprint, RunContext
 from gpudoctor.kernel.calls import CallRequest, KernelCall, resolve_calls
 from gpudoctor.kernel.scan import PackageScan, scan_package
-from gpudoctor.kernel.section import KernelSection
 from gpudoctor.kernel.source.check import SourceCheck, check_source
-from gpudoctor.knowledge import CONTROL_PROBE, KERNEL_PROBE
+from gpudoctor.kernelsection import KernelSection
 from gpudoctor.model import Device, Environment, ProbeResult, ProbeSpec, Report
+from gpudoctor.protocol import CONTROL_PROBE, KERNEL_PROBE
 from gpudoctor.redact import redact_text
 from gpudoctor.suite.catalog import KERNEL, default_probe_dir, load_catalog
 from gpudoctor.suite.plan import PlannedRun, known_skip_reason

@@ -6,10 +6,10 @@ Python checks they name are registered in ``checks`` by decorator (``registry``)
 """
 
 from gpudoctor.knowledge.before import preflight
-from gpudoctor.knowledge.checks.report import CONTROL_PROBE, KERNEL_PROBE
 from gpudoctor.knowledge.entry import Explanation, Knowledge
 from gpudoctor.knowledge.load import load_knowledge
 from gpudoctor.knowledge.match import match_findings
+from gpudoctor.protocol import CONTROL_PROBE, KERNEL_PROBE
 
 __all__ = [
     "CONTROL_PROBE",

@@ -14,12 +14,12 @@ from packaging.version import InvalidVersion, Version
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.knowledge.before import seen_before
-from gpudoctor.knowledge.checks.report import KERNEL_PROBE
 from gpudoctor.knowledge.entry import ANY_PROBE, Evidence, Explanation, Knowledge
 from gpudoctor.knowledge.load import load_knowledge
 from gpudoctor.knowledge.registry import REGISTRY
 from gpudoctor.knowledge.text import fill
 from gpudoctor.model import Environment, Finding, ProbeResult, Report
+from gpudoctor.protocol import KERNEL_PROBE
 
 UNIDENTIFIED = "an unidentified toolchain"
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpudoctor.matrix.pins import PinOption, pin_options
 from gpudoctor.matrix.query import (
     FIELD_WEIGHTS,
     Nearness,
     Neighbour,
-    PinOption,
     Timeline,
     Transition,
     differences,
@@ -24,7 +24,6 @@ from gpudoctor.matrix.query import (
     nearest,
     outcome_changes,
     parse_package_filter,
-    pin_options,
     timelines,
     transitions,
 )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from gpudoctor.kernel.section import KernelTensorArg
+from gpudoctor.kernelsection import KernelTensorArg
 from gpudoctor.model import Environment, Outcome, ProbeResult, Report
 from gpudoctor.safetext import safe_text
 from gpudoctor.stackfacts import BuildFacts, StackFacts

@@ -27,12 +27,13 @@ from gpudoctor.model import Device, Finding, NativeStacks, Outcome, ProbeResult,
 from gpudoctor.process.cancel import Cancelled, CancelScope
 from gpudoctor.process.endings import classify_ending, signal_name
 from gpudoctor.process.supervise import supervise
+from gpudoctor.protocol import REPRODUCER_RUN_ID, ReproducerDetail
 from gpudoctor.redact import redact_text
 from gpudoctor.reproducer import native
 
-RUN_ID = "reproducer"
-HOST_INDEXING_DETAIL = "mojo_host_indexing"  # lines of Mojo packages beside the script that index from host code
-LEFT_RUNNING_DETAIL = "left_running"  # what the command left running when it ended ({pid, command}), now ended
+RUN_ID = REPRODUCER_RUN_ID
+HOST_INDEXING_DETAIL = ReproducerDetail.HOST_INDEXING
+LEFT_RUNNING_DETAIL = ReproducerDetail.LEFT_RUNNING
 CAPTURE_LIMIT = 256 * 1024
 DEFAULT_TIMEOUT_S = 600.0
 MAPS_EVERY_S = 0.2

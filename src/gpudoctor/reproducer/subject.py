@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gpudoctor.examination import Fingerprint, RunContext
 from gpudoctor.kernel.scan import scan_package
-from gpudoctor.kernel.section import KernelSection
+from gpudoctor.kernelsection import KernelSection
 from gpudoctor.model import Environment, ProbeResult, ProbeSpec, Report
 from gpudoctor.reproducer.command import (
     HOST_INDEXING_DETAIL,

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.kernel.section import SourceCheckDict, SourceHitDict
 from gpudoctor.kernel.source.rules import RuleBook, SourceRule, shipped_rules
+from gpudoctor.kernelsection import SourceCheckDict, SourceHitDict
 from gpudoctor.textfile import read_source
 
 MAX_FILES = 500

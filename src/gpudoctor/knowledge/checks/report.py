@@ -7,15 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpudoctor.kernel.section import KernelOp
+from gpudoctor.kernelsection import KernelOp
 from gpudoctor.knowledge.checks.common import parse_version
 from gpudoctor.knowledge.registry import PredicateEvidence, predicate
 from gpudoctor.model import Device, Outcome, ProbeResult, Report
-from gpudoctor.protocol import DetailKey
-from gpudoctor.reproducer.command import HOST_INDEXING_DETAIL, RUN_ID
-
-KERNEL_PROBE = "kernel"  # `gpudoctor kernel`: the user's package
-CONTROL_PROBE = "custom-op"  # the control kernel run next to it
+from gpudoctor.protocol import CONTROL_PROBE, KERNEL_PROBE, DetailKey, ReproducerDetail
+from gpudoctor.protocol import REPRODUCER_RUN_ID as RUN_ID
 
 
 @predicate("torch_cuda_newer_than_driver")
@@ -110,7 +107,7 @@ def reproducer_host_indexing(report: Report) -> list[PredicateEvidence]:
     result = report.result(RUN_ID)
     if result is None or result.outcome is not Outcome.CRASH or not report.environment.driver.gpus:
         return []
-    lines = result.details.get(HOST_INDEXING_DETAIL)
+    lines = result.details.get(ReproducerDetail.HOST_INDEXING)
     if not isinstance(lines, list):
         return []
     return [(f"static scan: {line}", result.id) for line in lines if isinstance(line, str)]
