@@ -34,7 +34,8 @@ case "$command" in
     exec "$venv/bin/gpudoctor" "$@" ;;
   test)
     setup
-    "$venv/bin/ruff" check src tests benchmarks
+    "$venv/bin/ruff" check src tests benchmarks scripts
+    "$venv/bin/ruff" format --check src tests benchmarks scripts
     "$venv/bin/mypy"
     exec "$venv/bin/python" -m pytest "$@" ;;
   *)

@@ -50,8 +50,10 @@ def main() -> None:
     for stack in sorted(totals):
         print(f"{stack:<18} {totals[stack]:>7} {right[stack]:>10} {wrong[stack]:>13}")
     total = sum(totals.values())
-    print(f"{'all':<18} {total:>7} {sum(right.values()):>10} {sum(wrong.values()):>13}"
-          f"   ({100 * sum(right.values()) / total:.0f} % recognised)")
+    print(
+        f"{'all':<18} {total:>7} {sum(right.values()):>10} {sum(wrong.values()):>13}"
+        f"   ({100 * sum(right.values()) / total:.0f} % recognised)"
+    )
     print("recognised by:")
     for name, count in caught.most_common():
         print(f"  {name:<44} {count:>3}")

@@ -47,14 +47,12 @@ def main() -> int:
                 exit_text, said = "skipped", "(needs root with unshare to make the file system)"
             else:
                 exit_text = str(answer.exit)
-                said = (answer.stderr.strip() if answer.exit == 2 else (answer.stdout + answer.stderr).strip())
+                said = answer.stderr.strip() if answer.exit == 2 else (answer.stdout + answer.stderr).strip()
                 said = said.splitlines()[-1] if said else ""
                 said = said.replace(str(d), "$D").replace(str(ROOT), ".")[:240]
                 if answer.exit != case.exit:
                     print(f"{case.id}: exit {answer.exit}, expected {case.exit}: {said}", file=sys.stderr)
-            lines.append(
-                f"| `{case.id}` | {_cell(case.tried)} | `{_cell(command)}` | {exit_text} | {_cell(said)} |\n"
-            )
+            lines.append(f"| `{case.id}` | {_cell(case.tried)} | `{_cell(command)}` | {exit_text} | {_cell(said)} |\n")
     (ROOT / "docs" / "hostile-inputs.md").write_text("".join(lines))
     print(f"wrote docs/hostile-inputs.md ({len(CASES)} cases)")
     return 0

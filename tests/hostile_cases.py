@@ -75,7 +75,7 @@ def prepare(d: Path) -> None:
     _catalog(d / "catalog-huge", "")
     _sparse(d / "catalog-huge" / "catalog.toml", 100 * 1024 * 1024)
     _catalog(d / "catalog-binary", "")
-    (d / "catalog-binary" / "catalog.toml").write_bytes(b"[[probe]]\nid = \"\xff\xfe\"\n")
+    (d / "catalog-binary" / "catalog.toml").write_bytes(b'[[probe]]\nid = "\xff\xfe"\n')
     _catalog(d / "catalog-not-toml", "[[probe]\n")
     _catalog(d / "catalog-inf", f"[[probe]]\n{probe}timeout_s = inf\n")
     _catalog(d / "catalog-escape", '[[probe]]\nid = "a"\nscript = "../file"\ntitle = "t"\n')

@@ -61,9 +61,7 @@ def test_diagnose_stopped_midway_keeps_what_ended_and_leaves_no_probe(
 
     stopper = threading.Thread(target=stop_once_hanging)
     stopper.start()
-    report = diagnose(
-        DoctorOptions(probe_dir=probes, jobs=3), on_result=lambda r: ended.append(r.id), cancel=session
-    )
+    report = diagnose(DoctorOptions(probe_dir=probes, jobs=3), on_result=lambda r: ended.append(r.id), cancel=session)
     stopper.join()
     outcomes = {r.id: r.outcome for r in report.results}
     assert outcomes["passes/cpu"] is Outcome.PASS  # finished before the stop: kept

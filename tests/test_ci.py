@@ -128,7 +128,7 @@ def test_the_pre_commit_hook_checks_matrix_rows(tmp_path: Path) -> None:
     assert passed.returncode == 0, passed.stdout[-3000:] + passed.stderr[-3000:]
     assert "gpudoctor matrix check" in passed.stdout and "Passed" in passed.stdout
     bad = rows / "cpu_torch-2.13.0_max-26.7.0_000000000000.toml"
-    bad.write_text(good.read_text().replace('schema = ', 'colour = "blue"\nschema = ', 1))
+    bad.write_text(good.read_text().replace("schema = ", 'colour = "blue"\nschema = ', 1))
     git("add", ".")
     failed = try_repo()
     assert failed.returncode == 1, failed.stdout[-3000:]

@@ -98,10 +98,15 @@ def test_no_held_out_report_is_blamed_on_the_wrong_toolchain() -> None:
     ("text", "finding"),
     [
         # the same words from three toolchains: each blamed on its own, and on nobody when nothing says whose
-        ("/site-packages/triton/backends/nvidia/bin/ptxas: ptxas fatal   : Value 'sm_120' is not defined for "
-         "option 'gpu-name'", "ptxas-does-not-know-gpu-arch-triton"),
-        ("kernel.mojo:1:1: error: ptxas fatal   : Value 'sm_120' is not defined for option 'gpu-name'",
-         "mojo-ptxas-arch-dropped"),
+        (
+            "/site-packages/triton/backends/nvidia/bin/ptxas: ptxas fatal   : Value 'sm_120' is not defined for "
+            "option 'gpu-name'",
+            "ptxas-does-not-know-gpu-arch-triton",
+        ),
+        (
+            "kernel.mojo:1:1: error: ptxas fatal   : Value 'sm_120' is not defined for option 'gpu-name'",
+            "mojo-ptxas-arch-dropped",
+        ),
         ("ptxas fatal   : Value 'sm_120' is not defined for option 'gpu-name'", "ptxas-does-not-know-gpu-arch"),
     ],
 )

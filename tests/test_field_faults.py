@@ -85,11 +85,16 @@ def test_a_launch_refused_inside_an_extension_is_not_guessed_from_torchs_later_i
     ("printed", "entry"),
     [
         # seed 000's script on MAX 26.2+: the bridge moved
-        ("  File \"repro.py\", line 3, in <module>\n    from max.torch import CustomOpLibrary\n"
-         "ModuleNotFoundError: No module named 'max.torch'", "max-torch-moved"),
+        (
+            '  File "repro.py", line 3, in <module>\n    from max.torch import CustomOpLibrary\n'
+            "ModuleNotFoundError: No module named 'max.torch'",
+            "max-torch-moved",
+        ),
         ("AttributeError: module 'torch' has no attribute 'float8_e8m0fnu'", "torch-lacks-float8-e8m0fnu"),
-        ("    ops = CustomOpLibrary(\"kernels\")\nAttributeError: 'str' object has no attribute 'is_file'",
-         "custom-op-library-str-path"),
+        (
+            "    ops = CustomOpLibrary(\"kernels\")\nAttributeError: 'str' object has no attribute 'is_file'",
+            "custom-op-library-str-path",
+        ),
         ("kernels/add.mojo:3:6: error: unable to locate module 'compiler'", "mojo1-kernel-migration"),
     ],
 )

@@ -68,9 +68,7 @@ def test_version_constraints_and_predicates() -> None:
     report = _h100()
     env = report.environment
     old_driver = dataclasses.replace(env, driver=dataclasses.replace(env.driver, cuda_driver_version="12.4"))
-    findings = {
-        f.id: f for f in match_findings(dataclasses.replace(report, environment=old_driver), load_knowledge())
-    }
+    findings = {f.id: f for f in match_findings(dataclasses.replace(report, environment=old_driver), load_knowledge())}
     assert findings["driver-older-than-torch-cuda"].evidence[0].startswith("torch was built for CUDA 13.0")
     # max.torch moved only applies from MAX 26.7 on
     old_max = dataclasses.replace(env, packages={**env.packages, "max": "26.1.0.dev2026010305"})

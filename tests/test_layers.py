@@ -77,6 +77,7 @@ def test_every_unit_stands_on_a_floor_and_imports_only_what_stands_below_it() ->
 
 def _module_targets(path: Path) -> set[str]:
     """The gpudoctor modules ``path`` imports: ``from a.b import c`` is module a.b.c where that is one, else a.b."""
+
     def exists(name: str) -> bool:
         base = SRC.parent / name.replace(".", "/")
         return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()

@@ -277,8 +277,11 @@ def test_device_nodes_are_read_from_dev_and_a_missing_nvidia_uvm_explains_cuda_u
     )
     assert "device-nodes-missing-preflight" not in {f.id for f in preflight(complete)}
     closed = dataclasses.replace(
-        h100, stack=dataclasses.replace(h100.stack, device_nodes=DeviceNodes(
-            present=("nvidia-uvm", "nvidia0", "nvidiactl"), inaccessible=("nvidia0",)))
+        h100,
+        stack=dataclasses.replace(
+            h100.stack,
+            device_nodes=DeviceNodes(present=("nvidia-uvm", "nvidia0", "nvidiactl"), inaccessible=("nvidia0",)),
+        ),
     )  # fmt: skip  (root opens everything here, so a closed node is given as data)
     (finding,) = [f for f in preflight(closed) if f.id == "device-nodes-missing-preflight"]
     assert finding.evidence == ("/dev/nvidia0 cannot be opened by this user",)
@@ -325,8 +328,12 @@ def test_cuda_libraries_are_resolved_as_the_loader_would_and_a_package_missing_i
     with_cupy = dataclasses.replace(
         h100,
         packages={**h100.packages, "cupy-cuda12x": "13.6.0"},
-        stack=dataclasses.replace(h100.stack, libraries={
-            name: library_fact(fact) for name, fact in library_facts([str(site)], environ={}, cache={}).items()}),
+        stack=dataclasses.replace(
+            h100.stack,
+            libraries={
+                name: library_fact(fact) for name, fact in library_facts([str(site)], environ={}, cache={}).items()
+            },
+        ),
     )
     (finding,) = [f for f in preflight(with_cupy) if f.id == "library-for-package-not-found-preflight"]
     assert finding.evidence == (
@@ -477,8 +484,12 @@ def test_runtime_compilers_are_found_where_packages_get_them_and_judged_against_
             h100,
             driver=dataclasses.replace(h100.driver, cuda_driver_version=driver_cuda),
             packages={**h100.packages, "cuda-core": None, **packages},  # the H100 had cuda.core: counted below
-            stack=dataclasses.replace(h100.stack, build=BuildFacts(runtime_compilers=tuple(
-                RuntimeCompiler(c["compiler"], c["cuda"], c["from"]) for c in found))),
+            stack=dataclasses.replace(
+                h100.stack,
+                build=BuildFacts(
+                    runtime_compilers=tuple(RuntimeCompiler(c["compiler"], c["cuda"], c["from"]) for c in found)
+                ),
+            ),
         )
         return {f.id: (f.severity, "\n".join(f.evidence)) for f in preflight(environment)
                 if f.id.startswith("runtime-compiler")}  # fmt: skip
@@ -498,5 +509,7 @@ def test_runtime_compilers_are_found_where_packages_get_them_and_judged_against_
         "NVRTC CUDA 12.8 from pip nvidia-cuda-nvrtc-cu12 12.8.93, used by cupy-cuda12x 13.6.0"
     )
     assert said("13.0", {"cupy-cuda12x": "13.6.0", "numba-cuda": "0.19.1"}) == {}
-    assert "used by cuda-core 1.2.0" in said("12.6", {"cuda-core": "1.2.0"})[
-        "runtime-compiler-newer-than-driver-preflight"][1]
+    assert (
+        "used by cuda-core 1.2.0"
+        in said("12.6", {"cuda-core": "1.2.0"})["runtime-compiler-newer-than-driver-preflight"][1]
+    )

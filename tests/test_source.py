@@ -206,7 +206,7 @@ def test_module_moves_and_removed_decorators_from_the_changelogs_get_their_rewri
     package, diagnostics = _compiled(
         tmp_path,
         "from gpu import thread_idx\nfrom math import ceildiv\n\n\n@value\nstruct Pair:\n    var a: Int\n\n\n"
-        "@register_passable(\"trivial\")\nstruct Small:\n    var x: Int\n",
+        '@register_passable("trivial")\nstruct Small:\n    var x: Int\n',
     )
     check = check_source(package, {"max": "26.7.0"})
     rejected = {hit.rule.id for hit in check.rejected()}

@@ -64,7 +64,7 @@ def heatmap_svg(title: str, xs: Sequence[str], ys: Sequence[str], tiles: Mapping
                 continue
             fill, ink = _COLOURS[tile.kind]
             out.append(
-                f'<g><title>{escape(tile.title or tile.label)}</title>'
+                f"<g><title>{escape(tile.title or tile.label)}</title>"
                 f'<rect x="{left}" y="{top}" width="{_CELL_W - 2}" height="{_CELL_H - 2}" fill="{fill}"/>'
                 f'<text x="{left + 5}" y="{top + _CELL_H // 2 + 4}" fill="{ink}">{escape(_fit(tile.label))}</text></g>'
             )

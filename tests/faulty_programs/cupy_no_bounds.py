@@ -2,12 +2,15 @@
 # whose length is not a multiple of 256.
 import cupy as cp
 
-saxpy = cp.RawKernel(r"""
+saxpy = cp.RawKernel(
+    r"""
 extern "C" __global__ void saxpy(float a, const float* x, float* y) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     y[i] = a * x[i] + y[i];
 }
-""", "saxpy")
+""",
+    "saxpy",
+)
 
 n = 1_000_003
 x = cp.arange(n, dtype=cp.float32)

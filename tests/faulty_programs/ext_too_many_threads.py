@@ -19,8 +19,13 @@ torch::Tensor add_one(torch::Tensor x) {
 }
 """
 cpp_source = "torch::Tensor add_one(torch::Tensor x);"
-ext = load_inline("add_one_ext", cpp_sources=cpp_source, cuda_sources=cuda_source, functions=["add_one"],
-                  extra_cuda_cflags=["-lineinfo"])
+ext = load_inline(
+    "add_one_ext",
+    cpp_sources=cpp_source,
+    cuda_sources=cuda_source,
+    functions=["add_one"],
+    extra_cuda_cflags=["-lineinfo"],
+)
 x = torch.arange(4096, dtype=torch.float32, device="cuda")
 y = ext.add_one(x)
 torch.cuda.synchronize()

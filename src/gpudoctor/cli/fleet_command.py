@@ -24,7 +24,7 @@ def build_parser() -> OneLineParser:
         prog="gpudoctor fleet",
         description="Run the doctor on every alive node of a Ray cluster at once (one task pinned to each node; "
         "the CPU run and one run per GPU with only that GPU visible), group the nodes by environment and outcome, "
-        "and name the odd ones out with what sets them apart. Needs Ray: pip install \"gpudoctor[fleet]\". "
+        'and name the odd ones out with what sets them apart. Needs Ray: pip install "gpudoctor[fleet]". '
         "Exit status: 0 every node healthy, 1 a problem or a node that did not answer, 2 usage error, 130/143 "
         "interrupted (nodes that answered are kept).",
     )

@@ -32,9 +32,7 @@ def runtime_compilers(
     """Each runtime compiler found: {"compiler": "NVRTC" or "NVVM", "cuda": "12.4", "from": where it is}, one per
     copy (pip's distribution, the loader's library, the toolkit's NVVM); [] when none is installed."""
     found: list[dict[str, str]] = []
-    installed = {
-        str(d[0]).lower(): str(d[1]) for d in distributions if isinstance(d, (list, tuple)) and len(d) >= 2
-    }
+    installed = {str(d[0]).lower(): str(d[1]) for d in distributions if isinstance(d, (list, tuple)) and len(d) >= 2}
     for compiler, names in COMPILER_DISTRIBUTIONS.items():
         for name in names:
             release = _release(installed.get(name, ""))

@@ -46,6 +46,7 @@ def describe(error: SanitizerError, own_files: frozenset[str] = frozenset()) -> 
 def first_causes(report: SanitizerReport) -> list[SanitizerError]:
     """The errors worth naming: memory errors before the API errors they cause (a kernel that faults makes every
     later call fail with "unspecified launch failure"), one per kernel, line and kind, in order of appearance."""
+
     def key(error: SanitizerError) -> tuple[object, ...]:
         return (error.kind, error.kernel, error.source, error.access, error.api_call, error.api_error)
 
@@ -62,9 +63,7 @@ def first_causes(report: SanitizerReport) -> list[SanitizerError]:
 def summarise(report: SanitizerReport, own_files: Iterable[str] = ()) -> list[str]:
     """One line per distinct cause, with how many times the sanitizer saw it."""
     own = frozenset(own_files)
-    counts = Counter(
-        (e.kind, e.kernel, e.source, e.access, e.api_call, e.api_error) for e in report.errors
-    )
+    counts = Counter((e.kind, e.kernel, e.source, e.access, e.api_call, e.api_error) for e in report.errors)
     lines = []
     for error in first_causes(report):
         times = counts[(error.kind, error.kernel, error.source, error.access, error.api_call, error.api_error)]

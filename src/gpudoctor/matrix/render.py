@@ -99,10 +99,14 @@ def readme_text(rows: Sequence[Row]) -> str:
     disagreements = device_disagreements(rows)
     if not all(on_cpu(r) for r in rows):
         sections += ["", "## Where the GPUs and the CPU disagree", ""]
-        sections += ["A probe's cuda run against its cpu run in the same row, runs of one environment that did not "
-                     "agree, and changes along the MAX releases that no CPU row shows at the same releases.", ""]
-        sections += [f"- {_md(line)}" for line in disagreements] or ["- none: every change the GPU rows show, the "
-                                                                      "CPU rows show at the same releases"]
+        sections += [
+            "A probe's cuda run against its cpu run in the same row, runs of one environment that did not "
+            "agree, and changes along the MAX releases that no CPU row shows at the same releases.",
+            "",
+        ]
+        sections += [f"- {_md(line)}" for line in disagreements] or [
+            "- none: every change the GPU rows show, the CPU rows show at the same releases"
+        ]
     found = [t for t in transitions(rows) if t.field not in TIMELINE_FIELDS]
     if found:
         sections += ["", "## What changing one thing did", ""]

@@ -132,7 +132,7 @@ def patch_commands(report: Report, patch: str) -> list[str]:
 
 
 def cost_line(result: ProbeResult) -> str | None:
-    """"5.8 s wall, 5.8 s CPU, 719 MiB peak" (None for a run that never started a process)."""
+    """ "5.8 s wall, 5.8 s CPU, 719 MiB peak" (None for a run that never started a process)."""
     if result.cpu_s is None and not result.steps:
         return None
     parts = [f"{result.duration_s:.1f} s wall"]
@@ -190,8 +190,11 @@ def where_it_died(result: ProbeResult) -> list[str]:
     lines: list[str] = []
     by_thread: dict[str, list[str]] = {}
     for frame in result.frames if result.outcome in (Outcome.CRASH, Outcome.TIMEOUT) else ():
-        label = "crashing thread" if frame.thread == "current" and result.outcome is Outcome.CRASH else (
-            f"thread {frame.thread}" if frame.thread and frame.thread != "current" else "main thread")
+        label = (
+            "crashing thread"
+            if frame.thread == "current" and result.outcome is Outcome.CRASH
+            else (f"thread {frame.thread}" if frame.thread and frame.thread != "current" else "main thread")
+        )
         by_thread.setdefault(label, []).append(f"{frame.file}:{frame.line if frame.line is not None else '?'} in "
                                                f"{frame.function}")  # fmt: skip
     for label, frames in list(by_thread.items())[:_THREADS_SHOWN]:
@@ -257,8 +260,7 @@ def _markdown(report: Report, tail_lines: int) -> str:
     if report.results:
         lines += ["| probe | outcome | time | summary |", "| --- | --- | --- | --- |"]
         lines += [
-            f"| {_cell(r.id)} | {r.outcome.word} | {r.duration_s:.1f} s | {_cell(r.summary)} |"
-            for r in report.results
+            f"| {_cell(r.id)} | {r.outcome.word} | {r.duration_s:.1f} s | {_cell(r.summary)} |" for r in report.results
         ]
         lines.append("")
     else:

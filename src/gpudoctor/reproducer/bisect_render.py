@@ -13,8 +13,9 @@ from gpudoctor.safetext import safe_text
 def _where(transition: Transition) -> str:
     if transition.exact:
         return f"{transition.before} -> {transition.after}"
-    return (f"between {transition.before} and {transition.after} "
-            "(not pinpointed: the releases between were not examined)")
+    return (
+        f"between {transition.before} and {transition.after} (not pinpointed: the releases between were not examined)"
+    )
 
 
 def _explained(transition: Transition, report: BisectReport) -> list[str]:
@@ -115,15 +116,29 @@ def bisect_dict(report: BisectReport) -> dict[str, Any]:
         "interrupted": report.interrupted,
         "seconds": round(report.seconds, 1),
         "cells": [
-            {"max": c.max, "verdict": c.verdict.value, "way": way(c.way), "summary": c.summary,
-             "findings": [list(f) for f in c.findings], "report": c.report, "seconds": round(c.seconds, 1),
-             "reused": c.reused}
+            {
+                "max": c.max,
+                "verdict": c.verdict.value,
+                "way": way(c.way),
+                "summary": c.summary,
+                "findings": [list(f) for f in c.findings],
+                "report": c.report,
+                "seconds": round(c.seconds, 1),
+                "reused": c.reused,
+            }
             for c in report.examined
         ],
         "transitions": [
-            {"before": t.before, "after": t.after, "exact": t.exact, "way_before": way(t.way_before),
-             "way_after": way(t.way_after), "verdict_before": t.verdict_before.value,
-             "verdict_after": t.verdict_after.value, "explained_by": _explained(t, report)}
+            {
+                "before": t.before,
+                "after": t.after,
+                "exact": t.exact,
+                "way_before": way(t.way_before),
+                "way_after": way(t.way_after),
+                "verdict_before": t.verdict_before.value,
+                "verdict_after": t.verdict_after.value,
+                "explained_by": _explained(t, report),
+            }
             for t in report.transitions
         ],
         "verdict": verdict_lines(report),

@@ -153,4 +153,3 @@ def bisect(
         reference=options.max_versions[options.reference], examined=found, transitions=tuple(transitions(search)),
         seconds=time.monotonic() - started, scan=options.scan, interrupted=interrupted or scope.cancelled,
     )  # fmt: skip
-

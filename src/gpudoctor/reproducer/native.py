@@ -97,8 +97,8 @@ def parse_libraries(text: str) -> list[str]:
 def _commands(*sections: tuple[str, str]) -> list[str]:
     argv = []
     for name, command in sections:
-        argv += ["-ex", f'echo \\n{_MARK}-{name}@@\\n', "-ex", command]
-    return [*argv, "-ex", f'echo \\n{_MARK}-end@@\\n']
+        argv += ["-ex", f"echo \\n{_MARK}-{name}@@\\n", "-ex", command]
+    return [*argv, "-ex", f"echo \\n{_MARK}-end@@\\n"]
 
 
 @dataclass(frozen=True)

@@ -174,8 +174,18 @@ class EnvironmentBuilder:
         self.root.mkdir(parents=True, exist_ok=True)
         uv_env = {**os.environ, "VIRTUAL_ENV": "", "UV_NO_PROGRESS": "1"}
         created = run_uv(
-            [self.uv, "venv", "--quiet", *(["--offline"] if "--offline" in self.sources else []), "--python",
-             cell.python, str(env)], cancel, _BUILD_TIMEOUT_S, uv_env,
+            [
+                self.uv,
+                "venv",
+                "--quiet",
+                *(["--offline"] if "--offline" in self.sources else []),
+                "--python",
+                cell.python,
+                str(env),
+            ],
+            cancel,
+            _BUILD_TIMEOUT_S,
+            uv_env,
         )
         if created.returncode != 0:
             return NotBuilt(False, "uv venv: " + _reason(created.stderr), time.monotonic() - started)

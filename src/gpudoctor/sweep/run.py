@@ -220,9 +220,7 @@ def _summary(report: Report) -> str:
     return "; ".join(parts) or "notices only"
 
 
-def sweep(
-    options: SweepOptions, *, on_event: EventCallback | None = None, cancel: CancelScope | None = None
-) -> Grid:
+def sweep(options: SweepOptions, *, on_event: EventCallback | None = None, cancel: CancelScope | None = None) -> Grid:
     """Examine every cell of the grid (see Sweep)."""
     return Sweep(options).run(on_event=on_event, cancel=cancel)
 

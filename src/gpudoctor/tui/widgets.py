@@ -69,7 +69,11 @@ class ProbeTable(DataTable[Text]):
         for run in sorted(planned, key=lambda r: r.invocation.spec.stage):
             spec = run.invocation.spec
             self.add_row(
-                Text(str(spec.stage)), Text("queued", style="dim"), plain(run.run_id), Text(""), plain(spec.title),
+                Text(str(spec.stage)),
+                Text("queued", style="dim"),
+                plain(run.run_id),
+                Text(""),
+                plain(spec.title),
                 key=run.run_id,
             )
             if run.run_id in results:
