@@ -52,6 +52,8 @@ REPRODUCER_RUN_ID = "reproducer"
 class ReproducerDetail:
     HOST_INDEXING = "mojo_host_indexing"  # lines of Mojo packages beside the script that index from host code
     LEFT_RUNNING = "left_running"  # what the command left running when it ended ({pid, command}), now ended
+    INSTRUMENTS = "instruments"  # what the GPU's instruments said on rerunning a failed command
+    INSTRUMENTS_NOT_RUN = "instruments_not_run"  # and, for each that could not run, why
 
 
 # Keys every probe may publish, whatever its catalog entry declares (the harness sets them).

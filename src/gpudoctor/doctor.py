@@ -154,7 +154,7 @@ def examine(
         return make_report(environment)
     environment = collect_environment(python, extra_packages=subject.needs_packages, cancel=cancel)
     with tempfile.TemporaryDirectory(prefix="gpudoctor-") as scratch:
-        context = RunContext(python, Path(scratch), options.jobs, events, cancel)
+        context = RunContext(python, Path(scratch), options.jobs, events, cancel, environment)
         planned = subject.plan(environment, python, context.scratch)
         events.planned(environment, planned)
         schedule = Schedule(planned, jobs=options.jobs, expected=expected_durations(), cancel=cancel)

@@ -45,6 +45,7 @@ class RunContext:
     jobs: int
     events: Events
     cancel: CancelScope | None = None
+    environment: Environment | None = None  # the inventory of the interpreter examined
 
 
 @dataclass(frozen=True)

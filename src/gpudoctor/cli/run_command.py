@@ -31,6 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--python", metavar="PATH", help="the interpreter examined, and the one `python` runs")
     parser.add_argument("--timeout", type=seconds, metavar="S", default=600.0, help="limit (default 600 s)")
     parser.add_argument("--no-debugger", action="store_true", help="no gdb: no native frames, no second run")
+    parser.add_argument(
+        "--no-instruments",
+        action="store_true",
+        help="on a GPU, do not rerun a failure synchronously and under compute-sanitizer (the default does)",
+    )
     add_report_file_arguments(parser)
     return parser
 
@@ -58,7 +63,8 @@ def run(argv: Sequence[str]) -> int | DoctorAppRequest:
     options = build_parser().parse_args(own)
     subject = UserCommand(
         Reproducer(argv=tuple(command), cwd=Path.cwd(), timeout_s=options.timeout, python=options.python,
-                   debugger=not options.no_debugger)
+                   debugger=not options.no_debugger),
+        instruments=not options.no_instruments,
     )  # fmt: skip
     doctor_options = DoctorOptions(python=options.python, jobs=1)
     if options.tui:

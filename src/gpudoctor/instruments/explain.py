@@ -4,9 +4,12 @@ the Python line that launched it; several errors of one kernel and line are one 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
+from gpudoctor.instruments.reruns import Instrument
 from gpudoctor.instruments.sanitizer import ErrorKind, SanitizerError, SanitizerReport
+from gpudoctor.protocol import ReproducerDetail
 
 
 def _triple(values: tuple[int, int, int] | None) -> str:
@@ -68,4 +71,14 @@ def summarise(report: SanitizerReport, own_files: Iterable[str] = ()) -> list[st
     for error in first_causes(report):
         times = counts[(error.kind, error.kernel, error.source, error.access, error.api_call, error.api_error)]
         lines.append(describe(error, own) + (f" — {times} such errors" if times > 1 else ""))
+    return lines
+
+
+def instrument_lines(details: Mapping[str, Any]) -> list[str]:
+    """What the instruments said, one line each, for the report's evidence."""
+    lines = []
+    for said in details.get(ReproducerDetail.INSTRUMENTS) or ():
+        if said.get("instrument") == Instrument.SYNCHRONOUS.value and said.get("raised_at"):
+            lines.append(f"run synchronously (CUDA_LAUNCH_BLOCKING=1) it raises at {said['raised_at']}")
+        lines += [f"compute-sanitizer {said['instrument']}: {line}" for line in said.get("found") or ()]
     return lines

@@ -20,6 +20,7 @@ from gpudoctor.reproducer.command import (
     left_running_finding,
     run_command,
 )
+from gpudoctor.reproducer.instrumented import rerun_with_instruments
 from gpudoctor.suite.plan import PlannedRun
 from gpudoctor.suite.schedule import ScheduleHandler
 
@@ -63,6 +64,7 @@ class UserCommand:
     cell's, or ``--python``), and the Mojo packages beside the script are scanned as `gpudoctor kernel` scans them."""
 
     reproducer: Reproducer
+    instruments: bool = False  # rerun a failure with the GPU's instruments (`gpudoctor run`; a bisect's cells do not)
     title: str = field(default="your command", init=False)
     needs_packages: tuple[str, ...] = field(default=(), init=False)
     records_matrix_row: bool = field(default=False, init=False)  # a user's command says nothing about the stack's row
@@ -80,6 +82,9 @@ class UserCommand:
         result = run_command(dataclasses.replace(self.reproducer, python=context.python), context.cancel)
         if lines := host_indexing_lines(self.reproducer):
             result = dataclasses.replace(result, details={**result.details, HOST_INDEXING_DETAIL: lines[:20]})
+        if self.instruments and context.environment is not None:
+            reproducer = dataclasses.replace(self.reproducer, python=context.python)
+            result = rerun_with_instruments(reproducer, result, context.environment, context.cancel)
         context.events.ended(result)
         return (result,)
 

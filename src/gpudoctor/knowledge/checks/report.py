@@ -113,6 +113,28 @@ def reproducer_host_indexing(report: Report) -> list[PredicateEvidence]:
     return [(f"static scan: {line}", result.id) for line in lines if isinstance(line, str)]
 
 
+@predicate("reproducer_instruments_located")
+def reproducer_instruments_located(report: Report) -> list[PredicateEvidence]:
+    """`gpudoctor run` on a GPU: what the synchronous rerun and compute-sanitizer said about the failing command,
+    when they named something (a raising line, a kernel's error)."""
+    from gpudoctor.instruments.explain import instrument_lines
+
+    result = report.result(RUN_ID)
+    if result is None:
+        return []
+    return [(line, result.id) for line in instrument_lines(result.details)]
+
+
+@predicate("reproducer_instruments_not_run")
+def reproducer_instruments_not_run(report: Report) -> list[PredicateEvidence]:
+    """`gpudoctor run`: why an instrument did not rerun the failing command (no GPU here, no compute-sanitizer)."""
+    result = report.result(RUN_ID)
+    lines = result.details.get(ReproducerDetail.INSTRUMENTS_NOT_RUN) if result is not None else None
+    if result is None or not isinstance(lines, list):
+        return []
+    return [(str(line), result.id) for line in lines]
+
+
 @predicate("kernel_crashes_where_control_passes")
 def kernel_crashes_where_control_passes(report: Report) -> list[PredicateEvidence]:
     evidence: list[PredicateEvidence] = []

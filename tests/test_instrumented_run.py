@@ -1,0 +1,74 @@
+"""`gpudoctor run` and the GPU's instruments, on this machine without a GPU: a failing command is not rerun (no
+compute-sanitizer, no synchronous rerun is started), and the report says why in one notice; `--no-instruments` says
+nothing. What the instruments say on a GPU is read from the H100's recordings (tests/fixtures/h100/faults) into the
+same details and findings the report carries."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from conftest import TESTS, run_cli
+
+from gpudoctor.instruments.explain import instrument_lines
+from gpudoctor.instruments.sanitizer import parse
+from gpudoctor.protocol import ReproducerDetail
+from gpudoctor.reproducer.instrumented import raising_line
+
+FAULTS = TESTS / "fixtures" / "h100" / "faults"
+
+
+def _failing(tmp_path: Path) -> Path:
+    script = tmp_path / "prog.py"
+    script.write_text("raise RuntimeError('CUDA error: an illegal memory access was encountered')\n")
+    return script
+
+
+def test_without_a_gpu_no_instrument_runs_and_the_report_says_why(tmp_path: Path) -> None:
+    completed = run_cli("run", "--json", "--no-debugger", "--", sys.executable, str(_failing(tmp_path)))
+    assert completed.returncode == 1, completed.stderr
+    report = json.loads(completed.stdout)
+    (result,) = report["results"]
+    assert ReproducerDetail.INSTRUMENTS not in result["details"]
+    why = result["details"][ReproducerDetail.INSTRUMENTS_NOT_RUN]
+    assert {line.split(":")[0] for line in why} == {"synchronous", "memcheck", "initcheck"}
+    assert all("no GPU here" in line for line in why)
+    (notice,) = [f for f in report["findings"] if f["id"] == "gpu-instruments-not-run"]
+    assert notice["severity"] == "notice" and notice["evidence"] == why
+    assert "cuda-kernel-fault" in {f["id"] for f in report["findings"]}  # the text alone still names the class
+
+
+def test_no_instruments_means_nothing_is_said_of_them(tmp_path: Path) -> None:
+    completed = run_cli(
+        "run", "--json", "--no-debugger", "--no-instruments", "--", sys.executable, str(_failing(tmp_path))
+    )
+    report = json.loads(completed.stdout)
+    assert ReproducerDetail.INSTRUMENTS_NOT_RUN not in report["results"][0]["details"]
+    assert not [f for f in report["findings"] if f["id"].startswith("gpu-instruments")]
+
+
+def test_a_passing_command_is_never_rerun(tmp_path: Path) -> None:
+    script = tmp_path / "fine.py"
+    script.write_text("print('fine')\n")
+    report = json.loads(run_cli("run", "--json", "--no-debugger", "--", sys.executable, str(script)).stdout)
+    assert report["results"][0]["details"] == {}
+
+
+def test_what_the_h100_instruments_said_becomes_the_reports_evidence() -> None:
+    """The details a GPU run records, built from the recorded outputs as the rerun builds them."""
+    own = frozenset({"triton_wrong_stride.py"})
+    from gpudoctor.instruments.explain import summarise
+
+    blocking = (FAULTS / "triton_wrong_stride" / "blocking.err").read_text()
+    memcheck = (FAULTS / "triton_wrong_stride" / "memcheck.out").read_text()
+    said = [
+        {"instrument": "synchronous", "raised_at": raising_line(blocking, own)},
+        {"instrument": "memcheck", "found": summarise(parse(memcheck), own)},
+    ]
+    lines = instrument_lines({ReproducerDetail.INSTRUMENTS: said})
+    assert lines[0] == (
+        "run synchronously (CUDA_LAUNCH_BLOCKING=1) it raises at triton_wrong_stride.py:19: "
+        "`scale_rows[(x.shape[0],)](x, out, x.shape[1], x.numel(), 2.0, BLOCK=1024)`"
+    )
+    assert lines[1].startswith("compute-sanitizer memcheck: kernel `scale_rows` (triton_wrong_stride.py:14) writes")
