@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from conftest import TESTS, run_cli
 
 from gpudoctor.instruments.explain import instrument_lines
@@ -72,3 +74,51 @@ def test_what_the_h100_instruments_said_becomes_the_reports_evidence() -> None:
         "`scale_rows[(x.shape[0],)](x, out, x.shape[1], x.numel(), 2.0, BLOCK=1024)`"
     )
     assert lines[1].startswith("compute-sanitizer memcheck: kernel `scale_rows` (triton_wrong_stride.py:14) writes")
+
+
+RUNS = TESTS / "fixtures" / "h100" / "runs"
+# program -> what the instruments' evidence must name (recorded by scripts/record_gpu_runs.sh on the H100)
+NAMED = {
+    "triton_wrong_stride": [
+        "raises at triton_wrong_stride.py:19: `scale_rows[",
+        "kernel `scale_rows` (triton_wrong_stride.py:14) writes 16 bytes of global memory out of bounds (thread",
+        "launched at triton_wrong_stride.py:19",
+    ],
+    "cupy_no_bounds": ["raises at cupy_no_bounds.py:19", "kernel `saxpy` reads 4 bytes of global memory out of bounds"],
+    "torch_index_assert": ["raises at torch_index_assert.py:7: `emb = table[ids]`", "a device-side assert fired"],
+    "ext_too_many_threads": [
+        "the CUDA call cudaLaunchKernel failed with cudaErrorInvalidValue (invalid argument) in add_one_kernel, "
+        "launched at ext_too_many_threads.py:30"
+    ],
+    "cupy_too_much_shared": ["cuLaunchKernel failed with CUDA_ERROR_INVALID_VALUE", "cupy_too_much_shared.py:18"],
+    "torch_oom": ["cudaMalloc failed with cudaErrorMemoryAllocation (out of memory)", "torch_oom.py:4"],
+}
+
+
+def _recorded(program: str) -> Any:
+    from gpudoctor.report.codec import decode
+
+    return decode(json.loads((RUNS / f"{program}.json").read_text()))
+
+
+@pytest.mark.parametrize("program", sorted(NAMED))
+def test_on_the_h100_run_names_kernel_line_and_access_for_each_failing_program(program: str) -> None:
+    from gpudoctor.knowledge import match_findings
+
+    report = _recorded(program)
+    (located,) = [f for f in report.findings if f.id == "gpu-instruments-located-the-fault"]
+    evidence = "\n".join(located.evidence)
+    for words in NAMED[program]:
+        assert words in evidence, evidence
+    # the recording read again through today's knowledge names the same
+    assert "gpu-instruments-located-the-fault" in {f.id for f in match_findings(report)}
+    (result,) = report.results
+    assert {s["instrument"] for s in result.details[ReproducerDetail.INSTRUMENTS]} == {"synchronous", "memcheck"}
+
+
+def test_the_silent_programs_pass_plainly_and_are_not_rerun() -> None:
+    # a read past the input that prints a plausible answer and a write one past the output both exit 0: `run`
+    # reruns failures only (the H100 recordings in tests/fixtures/h100/faults show memcheck catching both)
+    for program in ("triton_silent_oob_read", "numba_oob_write"):
+        (result,) = _recorded(program).results
+        assert result.outcome.value == "pass" and ReproducerDetail.INSTRUMENTS not in result.details

@@ -92,7 +92,7 @@ def test_each_recorded_fault_is_told_in_one_line_that_names_kernel_line_and_laun
 
     stride = summarise(parse(_report("triton_wrong_stride")), {"triton_wrong_stride.py"})
     assert stride[0].startswith("kernel `scale_rows` (triton_wrong_stride.py:14) writes 16 bytes of global memory out")
-    assert stride[0].endswith("launched at triton_wrong_stride.py:19 — 20 such errors")
+    assert stride[0].endswith("launched at triton_wrong_stride.py:19 — 20 of the 20 errors printed")
     numba = summarise(parse(_report("numba_oob_write")))
     assert numba == [
         "kernel `__main__::shift_right` writes 4 bytes of global memory out of bounds (thread (255,0,0) of block"

@@ -70,7 +70,11 @@ def summarise(report: SanitizerReport, own_files: Iterable[str] = ()) -> list[st
     lines = []
     for error in first_causes(report):
         times = counts[(error.kind, error.kernel, error.source, error.access, error.api_call, error.api_error)]
-        lines.append(describe(error, own) + (f" — {times} such errors" if times > 1 else ""))
+        lines.append(
+            describe(error, own) + (f" — {times} of the {len(report.errors)} errors printed" if times > 1 else "")
+        )
+    if report.error_count is not None and report.error_count > len(report.errors):
+        lines.append(f"{report.error_count:,} errors in all (the first {len(report.errors)} printed)")
     return lines
 
 

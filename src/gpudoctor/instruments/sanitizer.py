@@ -163,8 +163,8 @@ def parse(text: str) -> SanitizerReport:
         if not body.startswith("    "):  # an error's first line, or the sanitizer's own
             if match := _SUMMARY.search(line):
                 count = int(match[1])
-            elif line.startswith("Target application returned an error"):
-                failed = True
+            elif line.startswith(("Target application returned an error", "Error: process didn't terminate")):
+                failed = True  # the sanitizer's word on how the program ended, not an error it found
             elif line and line != "COMPUTE-SANITIZER":
                 close()
                 current, frames = _headline(line), []

@@ -179,8 +179,11 @@ def _summary_markdown(report: Report) -> str:
     return line + ("; interrupted before every run ended" if report.interrupted else "")
 
 
-# Mapped libraries worth naming in a report (all of them are in the JSON): the GPU stack and the interpreter.
+# Mapped libraries worth naming in a report (all of them are in the JSON): those the crash's native frames are in,
+# and GPU-stack libraries loaded from somewhere else than an interpreter's packages, the system or the driver's folder
+# (a CUDA toolkit on LD_LIBRARY_PATH ahead of pip's wheels, a conda folder, a copy in a home directory).
 _LIBRARIES_SHOWN = re.compile(r"lib(cuda|nv|cu|max|MGP|Mojo|modular|torch|c10|triton|python|stdc\+\+|gomp|omp)", re.I)
+_USUAL_PLACES = re.compile(r"/(?:site|dist)-packages/|^/(?:usr/)?lib(?:64)?/|^/usr/local/nvidia/")
 _THREADS_SHOWN = 8
 
 
@@ -209,10 +212,23 @@ def where_it_died(result: ProbeResult) -> list[str]:
             shown = frames[:24] if label == "crashing thread" else frames[:4]
             lines += [f"  {label}:"] + [f"    {f}" for f in shown]
     if result.mapped_libraries:
-        shown = [p for p in result.mapped_libraries if _LIBRARIES_SHOWN.search(p.rsplit("/", 1)[-1])]
-        lines.append(f"libraries mapped ({len(result.mapped_libraries)}; the GPU stack's and the interpreter's):")
-        lines += [f"  {p}" for p in shown[:40]]
+        shown = libraries_that_matter(result)
+        lines.append(f"libraries mapped: {len(result.mapped_libraries)} (all of them in the JSON)" + (
+            "; where it died, or from an unusual place:" if shown else ""))  # fmt: skip
+        lines += [f"  {p}" for p in shown[:20]]
     return lines
+
+
+def libraries_that_matter(result: ProbeResult) -> list[str]:
+    """The mapped libraries a reader needs: those the native frames died in, and the GPU stack's loaded from an
+    unusual place."""
+    named = " ".join(f"{f.function} {f.where or ''}" for f in result.native.frames) if result.native else ""
+    return [
+        path
+        for path in result.mapped_libraries
+        if (name := path.rsplit("/", 1)[-1]) and (name in named or (
+            _LIBRARIES_SHOWN.search(name) and not _USUAL_PLACES.search(path)))
+    ]  # fmt: skip
 
 
 def _problem_details_markdown(result: ProbeResult, tail_lines: int = _TAIL_LINES) -> list[str]:
