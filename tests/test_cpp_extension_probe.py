@@ -198,16 +198,15 @@ cpp_extension.load = load
 def test_the_binding_still_links_against_torchs_cpp_abi(tmp_path: Path) -> None:
     """Without <torch/extension.h> the binding still uses torch's C++ ABI: built with the other
     _GLIBCXX_USE_CXX11_ABI it fails to load with the undefined torch symbol users see, which a mechanism names."""
-    import re
-    import tomllib
+    from gpudoctor.knowledge import load_knowledge
 
     result = _run_probe(tmp_path / "cache", tmp_path, prelude=WRONG_ABI)
     assert result["status"] == "fail"
     assert result["steps"][-1].startswith("cpp_extension.load: build add_one.cpp")
     assert "undefined symbol: _ZN5torch" in result["stderr"]
-    mechanisms = tomllib.loads((ROOT / "src" / "gpudoctor" / "mechanisms" / "mechanisms.toml").read_text())
-    (another_torch,) = [m for m in mechanisms["mechanism"] if m["id"] == "extension-built-for-another-torch"]
-    assert any(re.search(pattern, result["stderr"]) for pattern in another_torch["patterns"])
+    (another_torch,) = [e for e in load_knowledge() if e.id == "extension-built-for-another-torch"]
+    assert another_torch.in_run is not None
+    assert any(pattern.search(result["stderr"]) for pattern in another_torch.in_run.patterns)
 
 
 def test_without_ninja_the_build_fails_as_cpp_extension_says(tmp_path: Path) -> None:

@@ -165,13 +165,14 @@ def test_the_sweep_options_pick_the_machines_defaults_once_where_they_are_made(t
     import dataclasses
 
     from gpudoctor.doctor import default_jobs
+    from gpudoctor.subject import ProbeSuite
     from gpudoctor.sweep.run import SweepOptions
 
-    chosen = SweepOptions(cells=(), envs_dir=tmp_path)
+    chosen = SweepOptions(cells=(), envs_dir=tmp_path, subject=ProbeSuite())
     assert chosen.parallel == max(1, default_jobs() // 4)
     assert chosen.probe_jobs == max(1, default_jobs() // chosen.parallel)
-    given = SweepOptions(cells=(), envs_dir=tmp_path, parallel=3, probe_jobs=5)
+    given = SweepOptions(cells=(), envs_dir=tmp_path, subject=ProbeSuite(), parallel=3, probe_jobs=5)
     assert (given.parallel, given.probe_jobs) == (3, 5)
-    assert SweepOptions(cells=(), envs_dir=tmp_path, parallel=64).probe_jobs == 1
+    assert SweepOptions(cells=(), envs_dir=tmp_path, subject=ProbeSuite(), parallel=64).probe_jobs == 1
     on_a_node = dataclasses.replace(chosen, parallel=1)
     assert (on_a_node.parallel, on_a_node.probe_jobs) == (1, chosen.probe_jobs)
