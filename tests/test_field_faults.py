@@ -100,3 +100,20 @@ def test_a_launch_refused_inside_an_extension_is_not_guessed_from_torchs_later_i
 )
 def test_every_api_move_the_knowledge_holds_is_known_from_what_a_users_program_prints(printed: str, entry: str) -> None:
     assert entry in findings_for(printed)
+
+
+def test_the_second_held_out_set_is_kept_with_its_blind_judgement() -> None:
+    """heldout2 (52 reports gathered blind) and how the rules did on it before anything was added: every report
+    judged once, sources not shared with the other corpora."""
+    heldout2 = tomllib.loads((TESTS / "field_corpus" / "heldout2.toml").read_text())["report"]
+    blind = tomllib.loads((TESTS / "field_corpus" / "heldout2-blind.toml").read_text())
+    assert len(heldout2) >= 40 and {r["id"] for r in heldout2} == set(blind)
+    assert len({r["stack"] for r in heldout2}) >= 9
+    counts = {verdict: list(blind.values()).count(verdict) for verdict in set(blind.values())}
+    assert counts == {"right": 17, "misattributed": 2, "wrong-explanation": 2, "none": 31}
+    others = {
+        r["source"]
+        for name in ("corpus.toml", "heldout.toml", "faults.toml")
+        for r in tomllib.loads((TESTS / "field_corpus" / name).read_text())["report"]
+    }
+    assert not others & {r["source"] for r in heldout2}
