@@ -122,3 +122,19 @@ def test_the_silent_programs_pass_plainly_and_are_not_rerun() -> None:
     for program in ("triton_silent_oob_read", "numba_oob_write"):
         (result,) = _recorded(program).results
         assert result.outcome.value == "pass" and ReproducerDetail.INSTRUMENTS not in result.details
+
+
+def test_the_control_beside_a_failing_program_is_chosen_from_what_it_loaded() -> None:
+    """Which of gpudoctor's own probes run beside the failing command on a GPU: the stacks its mapped libraries show
+    (recorded on the H100), torch's own kernels when nothing more specific was loaded."""
+    from gpudoctor.reproducer.controls import controls_for
+
+    chosen = {program: controls_for(_recorded(program).results[0]) for program in NAMED}
+    assert chosen == {
+        "triton_wrong_stride": ["triton"],
+        "cupy_no_bounds": ["cupy"],
+        "cupy_too_much_shared": ["cupy"],
+        "ext_too_many_threads": ["cpp-extension"],
+        "torch_index_assert": ["torch-env"],
+        "torch_oom": ["torch-env"],
+    }

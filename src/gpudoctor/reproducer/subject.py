@@ -12,6 +12,7 @@ from gpudoctor.examination import Fingerprint, RunContext
 from gpudoctor.kernel.scan import scan_package
 from gpudoctor.kernelsection import KernelSection
 from gpudoctor.model import Environment, ProbeResult, ProbeSpec, Report
+from gpudoctor.protocol import ReproducerDetail
 from gpudoctor.reproducer.command import (
     HOST_INDEXING_DETAIL,
     Reproducer,
@@ -20,6 +21,7 @@ from gpudoctor.reproducer.command import (
     left_running_finding,
     run_command,
 )
+from gpudoctor.reproducer.controls import run_controls
 from gpudoctor.reproducer.instrumented import rerun_with_instruments
 from gpudoctor.suite.plan import PlannedRun
 from gpudoctor.suite.schedule import ScheduleHandler
@@ -86,6 +88,8 @@ class UserCommand:
             reproducer = dataclasses.replace(self.reproducer, python=context.python)
             result = rerun_with_instruments(reproducer, result, context.environment, context.cancel)
         context.events.ended(result)
+        if ReproducerDetail.INSTRUMENTS in result.details:  # it failed on a GPU: the known-good control beside it
+            return (result, *run_controls(result, context))
         return (result,)
 
     def concluded(self, report: Report) -> Report:

@@ -125,6 +125,31 @@ def reproducer_instruments_located(report: Report) -> list[PredicateEvidence]:
     return [(line, result.id) for line in instrument_lines(result.details)]
 
 
+def _controls(report: Report) -> list[ProbeResult]:
+    """gpudoctor's own probes run on the GPU beside a failing command whose fault the instruments located."""
+    from gpudoctor.instruments.explain import instrument_lines
+
+    command = report.result(RUN_ID)
+    if command is None or not command.outcome.is_problem or not instrument_lines(command.details):
+        return []
+    return [r for r in report.results if r.id != RUN_ID and r.device is Device.CUDA]
+
+
+@predicate("reproducer_controls_pass")
+def reproducer_controls_pass(report: Report) -> list[PredicateEvidence]:
+    """Every control beside the failing command passed: the stack runs gpudoctor's kernels here."""
+    controls = _controls(report)
+    if not controls or any(r.outcome is not Outcome.PASS for r in controls):
+        return []
+    return [(f"{r.id} passes on this GPU and stack: {r.summary}", r.id) for r in controls]
+
+
+@predicate("reproducer_controls_fail")
+def reproducer_controls_fail(report: Report) -> list[PredicateEvidence]:
+    """A control beside the failing command failed too: the stack is at fault there, not only the program."""
+    return [(f"{r.id} {r.outcome.value}: {r.summary}", r.id) for r in _controls(report) if r.outcome.is_problem]
+
+
 @predicate("reproducer_instruments_not_run")
 def reproducer_instruments_not_run(report: Report) -> list[PredicateEvidence]:
     """`gpudoctor run`: why an instrument did not rerun the failing command (no GPU here, no compute-sanitizer)."""
