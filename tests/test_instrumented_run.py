@@ -112,8 +112,14 @@ def test_on_the_h100_run_names_kernel_line_and_access_for_each_failing_program(p
         assert words in evidence, evidence
     # the recording read again through today's knowledge names the same
     assert "gpu-instruments-located-the-fault" in {f.id for f in match_findings(report)}
-    (result,) = report.results
+    result = report.result("reproducer")
+    assert result is not None
     assert {s["instrument"] for s in result.details[ReproducerDetail.INSTRUMENTS]} == {"synchronous", "memcheck"}
+    # by difference: gpudoctor's own kernels for the same stack pass beside it on the same GPU
+    (verdict,) = [f for f in report.findings if f.id == "gpu-fault-is-the-programs-not-the-stacks"]
+    controls = [r for r in report.results if r.id != "reproducer"]
+    assert controls and all(r.outcome.value == "pass" and r.device.value == "cuda" for r in controls)
+    assert set(verdict.runs) == {r.id for r in controls}
 
 
 def test_the_silent_programs_pass_plainly_and_are_not_rerun() -> None:
@@ -129,7 +135,7 @@ def test_the_control_beside_a_failing_program_is_chosen_from_what_it_loaded() ->
     (recorded on the H100), torch's own kernels when nothing more specific was loaded."""
     from gpudoctor.reproducer.controls import controls_for
 
-    chosen = {program: controls_for(_recorded(program).results[0]) for program in NAMED}
+    chosen = {program: controls_for(_recorded(program).results[0]) for program in NAMED}  # the command's result
     assert chosen == {
         "triton_wrong_stride": ["triton"],
         "cupy_no_bounds": ["cupy"],
