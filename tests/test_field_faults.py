@@ -117,3 +117,20 @@ def test_the_second_held_out_set_is_kept_with_its_blind_judgement() -> None:
         for r in tomllib.loads((TESTS / "field_corpus" / name).read_text())["report"]
     }
     assert not others & {r["source"] for r in heldout2}
+
+
+def test_a_refused_launch_is_told_with_this_gpus_limits() -> None:
+    """CuPy asking 512 KiB of shared memory on the H100 (recorded): the finding states the GPU's per-block limits."""
+    import json
+
+    from gpudoctor.knowledge import match_findings
+    from gpudoctor.model import Device, Outcome, ProbeResult, Report
+    from gpudoctor.report.codec import decode
+
+    h100 = decode(json.loads((TESTS / "fixtures" / "h100-suite-report.json").read_text()))
+    printed = (RECORDED / "cupy_too_much_shared" / "plain.err").read_text()
+    run = ProbeResult(id="p", probe="p", device=Device.NONE, outcome=Outcome.FAIL, duration_s=1.0, summary="failed",
+                      stderr_tail=printed)  # fmt: skip
+    report = Report(doctor_version="0", created="", environment=h100.environment, results=(run,))
+    (finding,) = [f for f in match_findings(report) if f.id == "cuda-launch-configuration-cupy"]
+    assert "at most 1024 threads per block" in finding.explanation and "(up to: 227 KiB)" in finding.explanation

@@ -32,6 +32,12 @@ def searchable(result: ProbeResult) -> str:
     return "\n".join((*parts, result.stderr_tail))
 
 
+# Shared memory one block may use, opted in (cudaFuncAttributeMaxDynamicSharedMemorySize), by compute capability:
+# the CUDA C Programming Guide's table of technical specifications. Without opting in, 48 KiB everywhere.
+SHARED_PER_BLOCK_KIB = {"7.0": 96, "7.2": 96, "7.5": 64, "8.0": 163, "8.6": 99, "8.7": 163, "8.9": 99, "9.0": 227,
+                        "10.0": 227, "10.3": 227, "11.0": 227, "12.0": 99, "12.1": 99}  # fmt: skip
+
+
 def report_facts(report: Report) -> dict[str, str]:
     """What an entry's text may name about this machine in a run."""
     environment = report.environment
@@ -45,6 +51,8 @@ def report_facts(report: Report) -> dict[str, str]:
     if gpu is not None:
         facts["gpu"] = gpu.name or "this GPU"
         facts["compute_capability"] = gpu.compute_capability or "unknown"
+        if (kib := SHARED_PER_BLOCK_KIB.get(gpu.compute_capability or "")) is not None:
+            facts["shared_per_block"] = f"{kib} KiB"
     else:
         facts["gpu"], facts["compute_capability"] = "the GPU", "unknown"
     return facts
