@@ -144,3 +144,86 @@ def test_the_control_beside_a_failing_program_is_chosen_from_what_it_loaded() ->
         "torch_index_assert": ["torch-env"],
         "torch_oom": ["torch-env"],
     }
+
+
+def _h100_environment() -> Any:
+    """The recorded H100's environment (it has a GPU): the reruns are planned as on that machine."""
+    from gpudoctor.report.codec import decode
+
+    return decode(json.loads((TESTS / "fixtures" / "h100-suite-report.json").read_text())).environment
+
+
+def test_the_reruns_are_supervised_and_a_stop_during_one_leaves_nothing_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reruns' processes are the session's: stopped mid-rerun, the instruments say what had ended and nothing of
+    the program is left. The GPU cannot run here, so the H100's recorded environment plans them, and a stand-in
+    for compute-sanitizer (a script that runs the program it is given) takes the sanitizer's place on PATH."""
+    import os
+    import threading
+    import time
+    import uuid
+
+    from gpudoctor.model import Device, Outcome, ProbeResult
+    from gpudoctor.process.cancel import CancelScope
+    from gpudoctor.reproducer.command import Reproducer
+    from gpudoctor.reproducer.instrumented import rerun_with_instruments
+
+    stand_in = tmp_path / "bin" / "compute-sanitizer"
+    stand_in.parent.mkdir()
+    stand_in.write_text('#!/bin/sh\nshift 4\nexec "$@"\n')  # --tool X --print-limit N PROGRAM...
+    stand_in.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{stand_in.parent}:{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    marker = uuid.uuid4().hex
+    script = tmp_path / "hangs.py"
+    script.write_text(f"import time, sys\nsys.argv.append('{marker}')\ntime.sleep(300)  # {marker}\n")
+    reproducer = Reproducer(argv=(sys.executable, str(script), marker), cwd=tmp_path, timeout_s=120)
+    failed = ProbeResult(id="reproducer", probe="reproducer", device=Device.NONE, outcome=Outcome.FAIL,
+                         duration_s=1.0, summary="failed")  # fmt: skip
+    scope = CancelScope()
+    threading.Timer(2.0, scope.cancel, args=("stopped by the test",)).start()
+    started = time.monotonic()
+    result = rerun_with_instruments(reproducer, failed, _h100_environment(), scope)
+    assert time.monotonic() - started < 30
+    assert ReproducerDetail.INSTRUMENTS not in result.details  # the synchronous rerun was stopped: nothing said
+    alive = [p for p in Path("/proc").iterdir() if p.name.isdigit() and marker.encode() in _cmdline(p)]
+    assert alive == []
+
+
+def _cmdline(process: Path) -> bytes:
+    try:
+        return (process / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def test_the_reruns_name_what_the_stand_in_sanitizer_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failing program rerun synchronously (its raising line) and under the stand-in, whose output is the H100's
+    recorded memcheck report: the details carry both, and the report's evidence says them."""
+    import os
+
+    from gpudoctor.model import Device, Outcome, ProbeResult
+    from gpudoctor.reproducer.command import Reproducer
+    from gpudoctor.reproducer.instrumented import rerun_with_instruments
+
+    recorded = FAULTS / "triton_wrong_stride" / "memcheck.out"
+    stand_in = tmp_path / "bin" / "compute-sanitizer"
+    stand_in.parent.mkdir()
+    stand_in.write_text(f'#!/bin/sh\nshift 4\n"$@"\nstatus=$?\ncat "{recorded}"\nexit $status\n')
+    stand_in.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{stand_in.parent}:{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    script = tmp_path / "triton_wrong_stride.py"
+    script.write_text("def launch():\n    raise RuntimeError('Triton Error [CUDA]: illegal address')\n\n\nlaunch()\n")
+    failed = ProbeResult(id="reproducer", probe="reproducer", device=Device.NONE, outcome=Outcome.FAIL,
+                         duration_s=1.0, summary="failed")  # fmt: skip
+    reproducer = Reproducer(argv=(sys.executable, str(script)), cwd=tmp_path, timeout_s=60)
+    result = rerun_with_instruments(reproducer, failed, _h100_environment())
+    lines = instrument_lines(result.details)
+    # the innermost line of the user's own file in the traceback
+    assert lines[0] == (
+        "run synchronously (CUDA_LAUNCH_BLOCKING=1) it raises at triton_wrong_stride.py:2: "
+        "`raise RuntimeError('Triton Error [CUDA]: illegal address')`"
+    )
+    assert lines[1].startswith("compute-sanitizer memcheck: kernel `scale_rows` (triton_wrong_stride.py:14) writes")

@@ -46,7 +46,7 @@ def _one(run: InstrumentedRun, reproducer: Reproducer, env: dict[str, str], scop
     ended = supervise(
         run.argv, scope.child(), reproducer.timeout_s, env={**env, **run.env}, cwd=reproducer.cwd,
         capture_limit=CAPTURE_LIMIT,
-    )  # fmt: skip
+    ).unless_cancelled()  # fmt: skip
     said: dict[str, Any] = {
         "instrument": run.instrument.value,
         "exit_code": ended.returncode,
