@@ -48,7 +48,8 @@ class Evidence:
 class InRun:
     """Seen in a run. Either ``evidence`` (signs in named probes, from one ``toolchain`` when given) or ``patterns``
     (a class of failure in any failing run's text, from one of ``toolchains``, or ``implied`` when the text names
-    none; ``unless`` patterns mean another consumer of the same words)."""
+    none; ``unless`` patterns mean another consumer of the same words); or ``unexplained``: any failing run no other
+    entry explains (its texts filled by gpudoctor.knowledge.answer)."""
 
     evidence: tuple[Evidence, ...] = ()
     toolchain: str | None = None
@@ -56,6 +57,7 @@ class InRun:
     unless: tuple[re.Pattern[str], ...] = ()
     toolchains: tuple[str, ...] = ()
     implied: str | None = None
+    unexplained: bool = False
 
     def search(self, text: str) -> re.Match[str] | None:
         """The first of ``patterns`` found in ``text``, unless one of ``unless`` is there too."""

@@ -132,7 +132,11 @@ def _entry(where: str, issue: IssueShape, toolchains: set[str]) -> Explanation:
             raise GpuDoctorError(f"{where}: field 'predicates' names unknown predicate {name!r}")
     in_run = _in_run(where, issue.in_run, toolchains) if issue.in_run else None
     before = _before(where, issue.before) if issue.before else None
-    if before is None and not predicates and not (in_run and (in_run.evidence or in_run.patterns)):
+    if (
+        before is None
+        and not predicates
+        and not (in_run and (in_run.evidence or in_run.patterns or in_run.unexplained))
+    ):
         raise GpuDoctorError(f"{where}: needs at least one 'evidence' item, pattern, predicate or check")
     return Explanation(
         id=issue.id, title=issue.title, severity=issue.severity, explanation=issue.explanation, fix=issue.fix,
@@ -160,7 +164,7 @@ def _in_run(where: str, shape: InRunShape, toolchains: set[str]) -> InRun:
         evidence=tuple(evidence), toolchain=shape.toolchain,
         patterns=_patterns(f"{where}: field 'patterns'", shape.patterns),
         unless=_patterns(f"{where}: field 'unless'", shape.unless),
-        toolchains=tuple(shape.toolchains), implied=shape.implied,
+        toolchains=tuple(shape.toolchains), implied=shape.implied, unexplained=shape.unexplained,
     )  # fmt: skip
 
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from packaging.version import InvalidVersion, Version
 
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.knowledge.answer import answer
 from gpudoctor.knowledge.before import seen_before
 from gpudoctor.knowledge.entry import ANY_PROBE, Evidence, Explanation, Knowledge
 from gpudoctor.knowledge.load import load_knowledge
@@ -174,8 +175,32 @@ def match_findings(report: Report, entries: Knowledge | Iterable[Explanation] | 
         for run_id in runs if entry.specific else ():
             explained.setdefault(run_id, []).append(entry.id)
     known_ids = {f.id for f in findings}
-    general = _general_findings(report, knowledge, explained)
-    return (*findings, *(f for f in general if f.id not in known_ids))
+    general = [f for f in _general_findings(report, knowledge, explained) if f.id not in known_ids]
+    return (*findings, *general, *_unanswered(report, knowledge, [*findings, *general]))
+
+
+def _unanswered(report: Report, knowledge: Knowledge, findings: Sequence[Finding]) -> list[Finding]:
+    """The generic answer (knowledge.answer) for the failing runs no finding names: one finding, a line per run."""
+    answered = {run for finding in findings for run in finding.runs}
+    runs = [r for r in report.results if r.outcome.is_problem and r.id not in answered]
+    entry = next((e for e in knowledge if e.in_run is not None and e.in_run.unexplained), None)
+    if not runs or entry is None:
+        return []
+    answers = [(r, answer(r, searchable(r), report.environment, knowledge)) for r in runs]
+    first = answers[0][1]
+    more = f" (and {len(runs) - 1} more run{'s' if len(runs) > 2 else ''})" if len(runs) > 1 else ""
+    values = {**report_facts(report), "component": first.component, "phase": first.phase, "more": more}
+    evidence = tuple(
+        f"{r.id} {r.outcome.value}: {a.component}; during {a.phase}; {a.requirements}; next: {a.experiment}"
+        for r, a in answers
+    )
+    return [
+        Finding(
+            id=entry.id, title=fill(entry.title, values), severity=entry.severity, evidence=evidence,
+            explanation=fill(entry.explanation, values), fix=fill(entry.fix, values), references=entry.references,
+            runs=tuple(r.id for r in runs),
+        )
+    ]  # fmt: skip
 
 
 def _general_findings(report: Report, knowledge: Knowledge, explained: Mapping[str, Sequence[str]]) -> list[Finding]:

@@ -50,6 +50,7 @@ class InRunShape:
     unless: tuple[str, ...] = ()
     toolchains: tuple[str, ...] = ()
     implied: str | None = None
+    unexplained: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,120 @@
+"""No failure without an answer: for a failing run no entry explains, which component emitted it (the toolchain its
+text carries the marks of, else the package of its innermost frame, else the user's own file), in which phase
+(import, load, build, launch, run, synchronise), that component's release and whether what it declares holds here,
+and the next experiment as a command to copy. Honest by construction: it names no cause."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gpudoctor.knowledge.entry import Knowledge
+from gpudoctor.model import Environment, Outcome, ProbeResult
+
+GENERIC_ID = "not-a-known-failure"
+
+# Which distribution a toolchain is, to read its release and what it declares.
+TOOLCHAIN_PACKAGES = {
+    "triton": ("triton", "pytorch-triton"),
+    "mojo": ("max", "mojo-compiler", "modular"),
+    "cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy"),
+    "numba": ("numba-cuda", "numba"),
+    "torch": ("torch",),
+    "cpp-extension": ("torch",),
+    "cuda-python": ("cuda-bindings", "cuda-core", "cuda-python", "pycuda"),
+}
+# An import name in a frame's path -> the distributions it may come from
+IMPORT_PACKAGES = {
+    "cupy": TOOLCHAIN_PACKAGES["cupy"], "cupy_backends": TOOLCHAIN_PACKAGES["cupy"],
+    "numba_cuda": ("numba-cuda",), "cuda": TOOLCHAIN_PACKAGES["cuda-python"], "max": ("max",),
+}  # fmt: skip
+
+# The phase a failure happened in, by the words of its text: the first that matches, in this order.
+PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("load", re.compile(r"undefined symbol|cannot open shared object file|dlopen|image not found|DLL load failed|"
+                        r"Library not loaded|version `[^']+' not found|CUDA_ERROR_(?:SHARED_OBJECT|FILE_NOT_FOUND)")),
+    ("import", re.compile(r"ModuleNotFoundError|ImportError|cannot import name|No module named|"
+                          r"has no attribute|AttributeError: module ")),
+    ("build", re.compile(r"\berror: |CompilationError|Error building extension|nvcc fatal|ptxas|[Cc]ompil(?:e|ation) "
+                         r"(?:error|failed)|CalledProcessError|ninja: build stopped|unable to locate module|"
+                         r"PTXASError|LLVM ERROR")),
+    ("launch", re.compile(r"[Ll]aunch(?:Kernel| failed|ing)|invalid configuration|too many resources|"
+                          r"out of resource")),
+    ("synchronise", re.compile(r"synchroniz|asynchronously reported|cudaDeviceSynchronize|cuCtxSynchronize")),
+)  # fmt: skip
+_FRAME_PACKAGE = re.compile(r"[/\\](?:site|dist)-packages[/\\]([A-Za-z0-9_]+)[/\\]")
+_USER_FRAME = re.compile(r'File "(?P<file>(?:(?![/\\](?:site|dist)-packages[/\\])[^"])+\.py)", line (?P<line>\d+)')
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What gpudoctor can say of a failure it does not know."""
+
+    component: str  # "Triton 3.6.0", "torch 2.11.0", "your program (prog.py:14)"
+    phase: str
+    requirements: str  # whether what the component declares holds here
+    experiment: str  # a command to copy
+
+
+def phase_of(result: ProbeResult, text: str) -> str:
+    if result.outcome is Outcome.CRASH:
+        return f"run (the process died of {result.signal or 'a signal'})"
+    if result.outcome is Outcome.TIMEOUT:
+        return "run (it never ended)"
+    return next((phase for phase, words in PHASES if words.search(text)), "run")
+
+
+def _installed(environment: Environment, names: tuple[str, ...]) -> tuple[str, str] | None:
+    return next(((name, v) for name in names if (v := environment.packages.get(name))), None)
+
+
+def component_of(text: str, environment: Environment, knowledge: Knowledge) -> tuple[str, tuple[str, str] | None]:
+    """The component's words and, where it is an installed distribution, (name, version)."""
+    toolchain = knowledge.attribute(text)
+    if toolchain is not None:
+        dist = _installed(environment, TOOLCHAIN_PACKAGES.get(toolchain.id, ()))
+        return (f"{toolchain.name}, {dist[0]} {dist[1]}" if dist else toolchain.name), dist
+    packages = _FRAME_PACKAGE.findall(text)
+    if packages:
+        innermost = packages[-1]
+        names = IMPORT_PACKAGES.get(innermost, (innermost, innermost.replace("_", "-")))
+        dist = _installed(environment, names)
+        return (f"{dist[0]} {dist[1]}" if dist else f"the package {innermost}"), dist
+    own = _USER_FRAME.findall(text)
+    if own:
+        file, line = own[-1]
+        return f"your program ({file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{line})", None
+    return "a component the text does not name", None
+
+
+def requirements_of(dist: tuple[str, str] | None, environment: Environment) -> str:
+    if dist is None:
+        return "no installed distribution to check"
+    unmet = [u for u in environment.stack.requirements_unmet or () if u.package == dist[0]]
+    if not unmet:
+        return f"what {dist[0]} {dist[1]} declares holds here"
+    return "; ".join(f"{u.package} {u.version} requires {u.requirement}, but "
+                     + (f"{u.needs} {u.installed} is installed" if u.installed else f"{u.needs} is not installed")
+                     for u in unmet)  # fmt: skip
+
+
+def experiment_for(result: ProbeResult, phase: str, text: str) -> str:
+    """The next experiment: a command that isolates the phase, or reruns the command with the instruments."""
+    command = result.command or "your command"
+    if phase == "import" and (missing := re.search(r"cannot import name '(\w+)' from '([\w.]+)'", text)):
+        return f"python -c 'from {missing[2]} import {missing[1]}' (then pip check: which declared requirement breaks)"
+    if phase == "import" and (missing := re.search(r"No module named '([\w.]+)'", text)):
+        return f"python -c 'import {missing[1]}' (then pip check: which declared requirement breaks)"
+    if phase == "load" and (library := re.search(r"(/[^\s:'\"]+\.so[.\d]*)", text)):
+        return f"ldd -r {library[1]} (which libraries it resolves, and the symbols it misses)"
+    if phase == "build":
+        return f"{command} with the build's verbose output (TRITON_DEBUG=1, cpp_extension verbose=True, nvcc -v)"
+    if phase.startswith("run (it never ended)"):
+        return f"gpudoctor run -- {command} (every thread's stack where it hangs)"
+    return f"gpudoctor run -- {command} (on a GPU: rerun synchronously and under compute-sanitizer)"
+
+
+def answer(result: ProbeResult, text: str, environment: Environment, knowledge: Knowledge) -> Answer:
+    component, dist = component_of(text, environment, knowledge)
+    phase = phase_of(result, text)
+    return Answer(component, phase, requirements_of(dist, environment), experiment_for(result, phase, text))
