@@ -47,6 +47,7 @@ CONTROL_PROBE = "custom-op"
 
 # The user's command under `gpudoctor run` and `bisect`: its run id, and the details the doctor adds to its result.
 REPRODUCER_RUN_ID = "reproducer"
+LOG_RUN_ID = "log"  # a log given to `gpudoctor explain`, read as a failing run
 
 
 class ReproducerDetail:

@@ -26,6 +26,7 @@ class CommandInfo:
 COMMANDS: Mapping[str, CommandInfo] = {
     "kernel": CommandInfo("kernel_command", "run your Mojo custom-op package (a folder) on the CPU and on each GPU"),
     "run": CommandInfo("run_command", "run your own command (after --) and report how it ended"),
+    "explain": CommandInfo("explain_command", "explain a log or a pasted traceback (a file, or - for stdin)"),
     "bisect": CommandInfo("bisect_command", "find the MAX release where your reproducer's ending changes"),
     "patch": CommandInfo("patch_command", "show, install or remove the workaround a finding names"),
     "scan": CommandInfo("scan_command", "find source lines the installed releases do not accept"),

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from gpudoctor.knowledge.entry import Knowledge
 from gpudoctor.model import Environment, Outcome, ProbeResult
+from gpudoctor.protocol import LOG_RUN_ID
 
 GENERIC_ID = "not-a-known-failure"
 
@@ -100,7 +101,7 @@ def requirements_of(dist: tuple[str, str] | None, environment: Environment) -> s
 
 def experiment_for(result: ProbeResult, phase: str, text: str) -> str:
     """The next experiment: a command that isolates the phase, or reruns the command with the instruments."""
-    command = result.command or "your command"
+    command = result.command if result.command and result.id != LOG_RUN_ID else "your command"
     if phase == "import" and (missing := re.search(r"cannot import name '(\w+)' from '([\w.]+)'", text)):
         return f"python -c 'from {missing[2]} import {missing[1]}' (then pip check: which declared requirement breaks)"
     if phase == "import" and (missing := re.search(r"No module named '([\w.]+)'", text)):

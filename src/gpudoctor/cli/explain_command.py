@@ -1,0 +1,40 @@
+"""`gpudoctor explain [FILE | -]`: a log or a pasted traceback (a CI job's log, a colleague's report) diagnosed
+against this machine's inventory, or --python's, by the same knowledge as every run."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from gpudoctor.cli.common import OneLineParser, add_report_file_arguments, run_and_report
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog="gpudoctor explain",
+        description="Explain a log or a pasted traceback: which known failure or class of failure it shows, or, "
+        "when none, which component failed in which phase and the experiment to run next — judged against this "
+        "machine's inventory (or --python's). The log is read as untrusted input: at most 64 MiB of UTF-8 text. "
+        "Exit status: 1 the log shows a problem, 2 it cannot be read or usage error.",
+    )
+    parser.add_argument("log", nargs="?", default="-", help="the log file, or - for standard input (the default)")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print one JSON document")
+    output.add_argument("--markdown", action="store_true", help="print a Markdown report for a bug report")
+    output.add_argument("--plain", action="store_true", help="plain text (the default)")
+    parser.add_argument("--python", metavar="PATH", help="the interpreter whose stack the log is judged against")
+    add_report_file_arguments(parser)
+    return parser
+
+
+def run(argv: Sequence[str]) -> int:
+    from gpudoctor.doctor import make_report
+    from gpudoctor.facts.interpreter import resolve_python
+    from gpudoctor.facts.inventory import collect_environment
+    from gpudoctor.reproducer.log import log_result, read_log
+
+    options = build_parser().parse_args(list(argv))
+    text, name = read_log(options.log)  # before anything runs: what cannot be read is one line, exit 2
+    result = log_result(text, name)
+    python = resolve_python(options.python)
+    return run_and_report(lambda scope: make_report(collect_environment(python, cancel=scope), [result]), options)
