@@ -90,30 +90,27 @@ def findings_of_one(environment: Environment) -> Callable[[ProbeResult], tuple[F
     return lambda result: match_findings(Report(__version__, "", environment, results=(result,)))
 
 
-def conclude(
-    environment: Environment, schedule: Schedule, patches: PatchRuns, *, kernel: KernelSection | None = None
-) -> Report:
-    """The report of a schedule run to its end: findings matched once, over the final results (the runs a
-    verified patch carried on among them), then each finding's patch verification from its reruns."""
-    return patches.noted(make_report(environment, patches.results(schedule), kernel=kernel))
-
-
-def run_and_conclude(
-    environment: Environment,
-    schedule: Schedule,
-    *,
-    on_start: StartCallback | None = None,
-    on_result: ResultCallback | None = None,
-    kernel: KernelSection | None = None,
-    handlers: Sequence[ScheduleHandler] = (),
-) -> Report:
-    """Run the schedule, with the reruns that verify a patch and the runs a verified patch carries on as runs
-    of it (one ``--jobs`` limit, one event stream: ``on_start`` and ``on_result`` hear them too), and conclude.
-
-    ``handlers`` hear the schedule before the patch runs and the face do (the kernel's CPU-done marker)."""
+def run_with_patches(
+    environment: Environment, schedule: Schedule, handlers: Sequence[ScheduleHandler], faces: FaceCallbacks
+) -> PatchRuns:
+    """Run the schedule, with the reruns that verify a patch and the runs a verified patch carries on as runs of it
+    (one ``--jobs`` limit, one event stream: the faces hear them too). ``handlers`` hear the schedule before the
+    patch runs and the faces do (the kernel's CPU-done marker)."""
     patches = PatchRuns(schedule, explain=findings_of_one(environment))
-    run_schedule(schedule, [*handlers, patches, FaceCallbacks(on_start, on_result)])
-    return conclude(environment, schedule, patches, kernel=kernel)
+    run_schedule(schedule, [*handlers, patches, faces])
+    return patches
+
+
+def conclude(
+    environment: Environment,
+    results: Sequence[ProbeResult],
+    patches: PatchRuns,
+    *,
+    kernel: KernelSection | None = None,
+) -> Report:
+    """The report of a run to its end: findings matched once, over the final results (the runs a verified patch
+    carried on among them), then each finding's patch verification from its reruns."""
+    return patches.noted(make_report(environment, results, kernel=kernel))
 
 
 def plan(options: DoctorOptions, environment: Environment, specs: Sequence[ProbeSpec]) -> list[PlannedRun]:
@@ -158,12 +155,11 @@ def examine(
         planned = subject.plan(environment, python, context.scratch)
         events.planned(environment, planned)
         schedule = Schedule(planned, jobs=options.jobs, expected=expected_durations(), cancel=cancel)
-        patches = PatchRuns(schedule, explain=findings_of_one(environment))
         faces = FaceCallbacks(events.start, events.result)
-        run_schedule(schedule, [*subject.handlers(context), patches, faces])
+        patches = run_with_patches(environment, schedule, subject.handlers(context), faces)
         record_durations(schedule.results())  # the plan's own runs, the stack as it is: the slow ones go first
         results = (*patches.results(schedule), *subject.run_own(context))
-        report = patches.noted(make_report(environment, results, kernel=subject.section(environment, results)))
+        report = conclude(environment, results, patches, kernel=subject.section(environment, results))
     report = subject.concluded(report)
     if not subject.records_matrix_row:
         return report
@@ -270,5 +266,6 @@ def rerun(
     if on_plan is not None:
         on_plan(report.environment, planned)
     schedule = Schedule(planned, jobs=options.jobs, given=given, cancel=cancel)
-    again_report = run_and_conclude(report.environment, schedule, on_start=on_start, on_result=on_result)
+    patches = run_with_patches(report.environment, schedule, (), FaceCallbacks(on_start, on_result))
+    again_report = conclude(report.environment, patches.results(schedule), patches)
     return with_pin_advice(again_report, options, specs)
