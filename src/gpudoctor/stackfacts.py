@@ -71,6 +71,10 @@ class UnmetRequirement:
     needs: str  # the distribution required
     installed: str | None  # its installed version; None when it is not installed
 
+    def __str__(self) -> str:
+        what = "which is not installed" if self.installed is None else f"but {self.needs} {self.installed} is installed"
+        return f"{self.package} {self.version} requires {self.requirement}, {what}"
+
 
 @dataclass(frozen=True)
 class DeviceNodes:

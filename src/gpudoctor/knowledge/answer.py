@@ -94,9 +94,7 @@ def requirements_of(dist: tuple[str, str] | None, environment: Environment) -> s
     unmet = [u for u in environment.stack.requirements_unmet or () if u.package == dist[0]]
     if not unmet:
         return f"what {dist[0]} {dist[1]} declares holds here"
-    return "; ".join(f"{u.package} {u.version} requires {u.requirement}, but "
-                     + (f"{u.needs} {u.installed} is installed" if u.installed else f"{u.needs} is not installed")
-                     for u in unmet)  # fmt: skip
+    return "; ".join(str(u) for u in unmet)
 
 
 def experiment_for(result: ProbeResult, phase: str, text: str) -> str:

@@ -91,11 +91,7 @@ def requirements_unmet(environment: Environment, rule: Before) -> Found | None:
     unmet = environment.stack.requirements_unmet
     if not unmet:
         return None
-    lines = []
-    for entry in unmet:
-        have, wanted = entry.installed, entry.requirement
-        what = "which is not installed" if have is None else f"but {entry.needs} {have} is installed"
-        lines.append(f"{entry.package} {entry.version} requires {wanted}, {what}")
+    lines = [str(entry) for entry in unmet]
     return {"pairs": "; ".join(lines[:3]) + (f"; and {len(lines) - 3} more" if len(lines) > 3 else ""),
             "requirement": unmet[0].requirement}, lines  # fmt: skip
 
