@@ -46,12 +46,15 @@ def describe(error: SanitizerError, own_files: frozenset[str] = frozenset()) -> 
     return error.headline + _where(error, own_files)
 
 
+def _cause(error: SanitizerError) -> tuple[object, ...]:
+    """What makes two errors the same cause: the same kind of error of the same kernel, line and access, or the
+    same call failing the same way (threads and addresses differ)."""
+    return (error.kind, error.kernel, error.source, error.access, error.api_call, error.api_error)
+
+
 def first_causes(report: SanitizerReport) -> list[SanitizerError]:
     """The errors worth naming: memory errors before the API errors they cause (a kernel that faults makes every
     later call fail with "unspecified launch failure"), one per kernel, line and kind, in order of appearance."""
-
-    def key(error: SanitizerError) -> tuple[object, ...]:
-        return (error.kind, error.kernel, error.source, error.access, error.api_call, error.api_error)
 
     memory = [e for e in report.errors if e.kind is not ErrorKind.API_ERROR]
     calls = [e for e in report.errors if e.kind is ErrorKind.API_ERROR]
@@ -59,17 +62,17 @@ def first_causes(report: SanitizerReport) -> list[SanitizerError]:
         calls = [e for e in calls if e.api_error not in ("cudaErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED")]
     seen: dict[tuple[object, ...], SanitizerError] = {}
     for error in [*memory, *calls]:
-        seen.setdefault(key(error), error)
+        seen.setdefault(_cause(error), error)
     return list(seen.values())
 
 
 def summarise(report: SanitizerReport, own_files: Iterable[str] = ()) -> list[str]:
     """One line per distinct cause, with how many times the sanitizer saw it."""
     own = frozenset(own_files)
-    counts = Counter((e.kind, e.kernel, e.source, e.access, e.api_call, e.api_error) for e in report.errors)
+    counts = Counter(_cause(e) for e in report.errors)
     lines = []
     for error in first_causes(report):
-        times = counts[(error.kind, error.kernel, error.source, error.access, error.api_call, error.api_error)]
+        times = counts[_cause(error)]
         lines.append(
             describe(error, own) + (f" — {times} of the {len(report.errors)} errors printed" if times > 1 else "")
         )
