@@ -15,7 +15,7 @@ from gpudoctor.redact import redact_text
 
 _THREAD_HEADER = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)[^\n]*\(most recent call first\):\s*$")
 _FAULT_FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<function>.+?)\s*$')
-_TRACEBACK_FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+), in (?P<function>.+?)\s*$')
+TRACEBACK_FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+), in (?P<function>.+?)\s*$')
 _EXCEPTION_LINE = re.compile(
     r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault))(?::\s?(?P<message>.*))?$"
 )
@@ -82,7 +82,7 @@ def traceback_tail(stderr: str) -> tuple[str | None, str | None, tuple[Frame, ..
     exc_type: str | None = None
     message: str | None = None
     for line in lines[start + 1 :]:
-        frame = _TRACEBACK_FRAME.match(line)
+        frame = TRACEBACK_FRAME.match(line)
         if frame:
             frames.append(Frame(frame.group("file"), int(frame.group("line")), frame.group("function")))
             continue

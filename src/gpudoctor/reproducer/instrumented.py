@@ -7,7 +7,6 @@ not run, goes into the result's details for the knowledge to explain."""
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +16,13 @@ from gpudoctor.instruments.reruns import Instrument, InstrumentedRun, NotRun, pl
 from gpudoctor.instruments.sanitizer import parse
 from gpudoctor.model import Environment, Outcome, ProbeResult
 from gpudoctor.process.cancel import Cancelled, CancelScope
+from gpudoctor.process.endings import TRACEBACK_FRAME
 from gpudoctor.process.supervise import supervise
 from gpudoctor.protocol import ReproducerDetail
 from gpudoctor.redact import redact_text
 from gpudoctor.reproducer.command import Reproducer, command_environment, command_line
 
 CAPTURE_LIMIT = 256 * 1024  # the sanitizer's report: --print-limit keeps it short, the program's own output may not
-_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
 
 
 def _own_files(reproducer: Reproducer) -> frozenset[str]:
@@ -36,7 +35,7 @@ def raising_line(stderr: str, own: frozenset[str]) -> str | None:
     lines = stderr.splitlines()
     found = None
     for n, line in enumerate(lines):
-        if (match := _FRAME.match(line)) and Path(match["file"]).name in own:
+        if (match := TRACEBACK_FRAME.match(line)) and Path(match["file"]).name in own:
             code = lines[n + 1].strip() if n + 1 < len(lines) else ""
             found = f"{Path(match['file']).name}:{match['line']}" + (f": `{code}`" if code else "")
     return found
