@@ -9,7 +9,7 @@ mkdir -p "$out"
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 programs=("${@:2}")
 [[ ${#programs[@]} -gt 0 ]] || programs=(tests/faulty_programs/*.py)
-nocache=(env PYTORCH_NO_CUDA_MEMORY_CACHING=1 PYTHONPATH="$PWD/tests/faulty_programs/_allocators_off${PYTHONPATH:+:$PYTHONPATH}")
+nocache=(env PYTORCH_NO_CUDA_MEMORY_CACHING=1 PYTHONPATH="$PWD/src/gpudoctor/instruments/hooks${PYTHONPATH:+:$PYTHONPATH}")
 record() {  # record NAME MODE CMD...
   local dir="$out/$1" mode=$2; shift 2; mkdir -p "$dir"
   local t0=$EPOCHREALTIME
