@@ -81,11 +81,11 @@ class UserCommand:
         return ()
 
     def run_own(self, context: RunContext) -> tuple[ProbeResult, ...]:
-        result = run_command(dataclasses.replace(self.reproducer, python=context.python), context.cancel)
+        reproducer = dataclasses.replace(self.reproducer, python=context.python)
+        result = run_command(reproducer, context.cancel)
         if lines := host_indexing_lines(self.reproducer):
             result = dataclasses.replace(result, details={**result.details, HOST_INDEXING_DETAIL: lines[:20]})
         if self.instruments and context.environment is not None:
-            reproducer = dataclasses.replace(self.reproducer, python=context.python)
             result = rerun_with_instruments(reproducer, result, context.environment, context.cancel)
         context.events.ended(result)
         if ReproducerDetail.INSTRUMENTS in result.details:  # it failed on a GPU: the known-good control beside it
