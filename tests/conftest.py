@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -117,17 +118,19 @@ def hanging_catalog(tmp_path: Path) -> Path:
     )
 
 
-def tiny_wheel(folder: Path, name: str, version: str) -> Path:
-    """A real (tiny) wheel of distribution ``name``: a module, METADATA, WHEEL and a RECORD with hashes, as a
-    wheelhouse for offline sweeps and bisects holds (real uv installs it)."""
+def tiny_wheel(folder: Path, name: str, version: str, *, requires: Sequence[str] = (), code: str = "") -> Path:
+    """A real (tiny) wheel of distribution ``name``: a module (``code`` after its ``__version__``), METADATA (with
+    ``requires`` as Requires-Dist), WHEEL and a RECORD with hashes, as a wheelhouse for offline sweeps and bisects
+    holds (real uv installs it)."""
     import base64
     import hashlib
     import zipfile
 
     module = name.replace("-", "_")
     files = {
-        f"{module}/__init__.py": f"__version__ = {version!r}\n",
-        f"{module}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{module}/__init__.py": f"__version__ = {version!r}\n{code}",
+        f"{module}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+        + "".join(f"Requires-Dist: {requirement}\n" for requirement in requires),
         f"{module}-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: gpudoctor-tests\n"
         "Root-Is-Purelib: true\nTag: py3-none-any\n",
     }

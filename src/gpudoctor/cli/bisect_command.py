@@ -1,13 +1,18 @@
-"""`gpudoctor bisect --max A..B [options] -- CMD ARGS...`: the user's reproducer across MAX releases, searching for
-where how it ends changes."""
+"""`gpudoctor bisect --max A..B | --package NAME A..B [options] -- CMD ARGS...`: the user's reproducer across MAX
+releases (torch x MAX cells) or any distribution's (over the examined environment), searching for where how it ends
+changes."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
 
 from gpudoctor.cli.common import (
     OneLineParser,
@@ -33,13 +38,24 @@ def build_parser() -> argparse.ArgumentParser:
         "`python` and `*.py` in the command run with each cell's interpreter; the command runs in this folder. "
         "Exit status: 0 it passes on every release examined, 1 otherwise, 2 usage error, 130/143 interrupted "
         "(finished cells are kept and shown).",
-        usage="gpudoctor bisect --max A..B [options] -- CMD [ARGS ...]",
-        epilog="Versions as for gpudoctor sweep (25.3..26.7, 25.4,25.5, 26.7.0). "
+        usage="gpudoctor bisect (--max A..B | --package NAME A..B) [options] -- CMD [ARGS ...]",
+        epilog="--max versions as for gpudoctor sweep (25.3..26.7, 25.4,25.5, 26.7.0). --package NAME A..B: every "
+        "release of NAME from A to B (B=3.5: the whole 3.5 line) as uv sees your indexes (your uv configuration, "
+        "--find-links, --offline); each cell is the environment of --python with every other distribution at its "
+        "installed version and NAME at the release under test, installed as pip would (over what the others "
+        "declare: uv's overrides); the verdict names each declared requirement the failing releases break. "
         'Needs uv: pip install "gpudoctor[sweep]".',
     )
-    parser.add_argument("--max", metavar="VERSIONS", required=True, help="the MAX releases, e.g. 25.3..26.7")
-    parser.add_argument("--torch", metavar="VERSION", help="torch of every cell (default: the one installed here)")
-    parser.add_argument("--python", metavar="X.Y", help="the Python of every cell (default: this one's)")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--max", metavar="VERSIONS", help="the MAX releases, e.g. 25.3..26.7 (torch x MAX cells)")
+    what.add_argument("--package", nargs=2, metavar=("NAME", "A..B"), help="the releases of any distribution")
+    parser.add_argument("--torch", metavar="VERSION", help="with --max: torch of every cell (default: the one here)")
+    parser.add_argument(
+        "--python",
+        metavar="X.Y|PATH",
+        help="with --max: the Python of every cell (default: this one's); with --package: the interpreter whose "
+        "environment the cells copy (default: the one gpudoctor runs with)",
+    )
     parser.add_argument("--bad", metavar="VERSION", help="a release where you see it fail (default: the newest)")
     parser.add_argument("--scan", action="store_true", help="examine every release, not a search")
     parser.add_argument("--parallel", type=whole_number(1, 64), default=1, metavar="N", help="cells at once")
@@ -76,6 +92,47 @@ def _max_versions(spec: str, find_links: Sequence[Path], offline: bool) -> tuple
     return tuple(sorted(dict.fromkeys(chosen), key=Version))
 
 
+def _range(spec: str, package: str) -> tuple[Version, Version]:
+    """``A..B`` as the lowest and highest version wanted (B of fewer than three parts: the end of its line)."""
+    from gpudoctor.sweep.grid import line_end
+
+    low_text, dots, high_text = spec.partition("..")
+    if not dots or not low_text.strip() or not high_text.strip():
+        raise GpuDoctorError(f"--package {package} {spec}: give a range of releases A..B, e.g. 3.2.0..3.5")
+    try:
+        low, high = Version(low_text.strip()), Version(high_text.strip())
+    except InvalidVersion:
+        raise GpuDoctorError(f"--package {package} {spec}: not a range of versions A..B") from None
+    if low > high:
+        raise GpuDoctorError(f"--package {package} {spec}: the range runs backwards")
+    return low, (line_end(high) if len(high.release) < 3 else high)
+
+
+def _pinned_cells(options: argparse.Namespace, find_links: Sequence[Path], offline: bool) -> dict[str, Any]:
+    """A package bisect's releases and environment: what --python has installed, pinned, less the package."""
+    from gpudoctor.facts.interpreter import ask, check_cpython, resolve_python
+    from gpudoctor.sweep.pinned import frozen_environment, releases_between
+
+    name, spec = options.package
+    if options.torch is not None or options.inherit is not None:
+        given = "--torch" if options.torch is not None else "--inherit"
+        raise GpuDoctorError(f"{given} is for --max; with --package every cell has what --python has installed")
+    if options.python is not None and re.fullmatch(r"\d+\.\d+", options.python):
+        raise GpuDoctorError(f"--python {options.python}: with --package, give the interpreter whose environment "
+                             "the cells copy (a path), not a version")  # fmt: skip
+    if not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?", name):
+        raise GpuDoctorError(f"--package {name!r}: not a distribution name")
+    low, high = _range(spec, name)
+    python = resolve_python(options.python)
+    answer = ask(python, "import json, platform; print(json.dumps({'implementation': platform.python_implementation(),"
+                         " 'python': platform.python_version()}))")  # fmt: skip
+    check_cpython(python, answer)
+    versions = releases_between(name, low, high, python=python, find_links=find_links, offline=offline)
+    pins = frozen_environment(python, leave_out=name)
+    return {"package": name, "versions": tuple(versions), "pins": pins, "torch": "",
+            "python": ".".join(str(answer["python"]).split(".")[:2])}  # fmt: skip
+
+
 def run(argv: Sequence[str]) -> int:
     from gpudoctor.reproducer.bisect_render import bisect_dict, bisect_markdown, bisect_text
     from gpudoctor.reproducer.bisect_run import BisectOptions, bisect
@@ -86,12 +143,15 @@ def run(argv: Sequence[str]) -> int:
     options = build_parser().parse_args(own)
     find_links, offline, inherit = cell_sources(options)
     find_uv()
-    versions = _max_versions(options.max, find_links, offline)
+    if options.package is not None:
+        cells = _pinned_cells(options, find_links, offline)
+    else:
+        cells = {"versions": _max_versions(options.max, find_links, offline), "torch": _torch(options.torch),
+                 "python": options.python or default_python()}  # fmt: skip
     bisect_options = BisectOptions(
         reproducer=Reproducer(argv=tuple(command), cwd=Path.cwd(), timeout_s=options.timeout,
                               debugger=not options.no_debugger),
-        torch=_torch(options.torch), max_versions=versions, python=options.python or default_python(),
-        envs_dir=(options.envs or default_envs_dir()).absolute(), bad=options.bad, scan=options.scan,
+        **cells, envs_dir=(options.envs or default_envs_dir()).absolute(), bad=options.bad, scan=options.scan,
         parallel=options.parallel, inherit=inherit, find_links=find_links, offline=offline,
         refresh=options.refresh, ray=options.ray, address=options.address,
     )  # fmt: skip

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from gpudoctor.reproducer.bisect import Transition, Verdict
 from gpudoctor.reproducer.bisect_run import BisectReport, Examined
 from gpudoctor.safetext import safe_text
@@ -20,18 +22,60 @@ def _where(transition: Transition) -> str:
 
 def _explained(transition: Transition, report: BisectReport) -> list[str]:
     """The problem findings of the release after the change that the one before did not have (and the reverse)."""
-    cells = {e.max: e for e in report.examined}
+    cells = {e.release: e for e in report.examined}
     before, after = cells[transition.before], cells[transition.after]
     new = [f"{title} [{fid}]" for fid, title in after.findings if fid not in {f for f, _ in before.findings}]
     gone = [f"{title} [{fid}]" for fid, title in before.findings if fid not in {f for f, _ in after.findings}]
-    return [f"found from {after.max}: {line}" for line in new] + [f"gone from {after.max}: {line}" for line in gone]
+    return [f"found from {after.release}: {line}" for line in new] + [f"gone from {after.release}: {line}" for line in gone]
+
+
+def _first_bad(report: BisectReport) -> str | None:
+    """The first failing release next to a passing one (where it broke), if the search found one."""
+    for t in report.transitions:
+        if t.exact and (t.verdict_before, t.verdict_after) == (Verdict.GOOD, Verdict.BAD):
+            return t.after
+    return None
+
+
+def requirement_lines(report: BisectReport) -> list[str]:
+    """Every requirement a distribution declares that the failing cells break, and which releases break it: "torch
+    2.6.0 declares triton==3.2.0; 3.3.0 breaks it" (pip installs such a release with a warning; uv's overrides here)."""
+    broken: dict[tuple[str, str, str, str], list[str]] = {}
+    passing: dict[tuple[str, str, str, str], list[str]] = {}  # releases that break it too, and pass
+    for cell in report.examined:
+        if cell.verdict in (Verdict.BAD, Verdict.OTHER, Verdict.GOOD):
+            for unmet in cell.unmet:
+                key = (unmet.package, unmet.version, unmet.requirement, unmet.needs)
+                if cell.verdict is Verdict.GOOD:
+                    passing.setdefault(key, []).append(cell.release)
+                    continue
+                if unmet.installed is None:
+                    shown = f"{unmet.needs} not installed"
+                elif canonicalize_name(unmet.needs) == canonicalize_name(report.package):
+                    shown = unmet.installed
+                else:
+                    shown = f"{unmet.needs} {unmet.installed}"
+                broken.setdefault(key, []).append(shown)
+    first_bad = _first_bad(report)
+    lines = []
+    for key, breakers in broken.items():
+        package, version, requirement, _ = key
+        breakers = list(dict.fromkeys(breakers))
+        first = first_bad if first_bad in breakers else breakers[0]
+        others = [b for b in breakers if b != first]
+        also = f" (as do the other failing releases examined: {', '.join(others)})" if others else ""
+        if key in passing:  # then the broken declaration alone does not make it fail
+            one = len(passing[key]) == 1
+            also += f"; yet it passes on {', '.join(passing[key])}, which break{'s' if one else ''} it too"
+        lines.append(f"{package} {version} declares {requirement}; {first} breaks it{also}")
+    return lines
 
 
 def verdict_lines(report: BisectReport) -> list[str]:
     """What the bisect concludes, in a few sentences: where the chased failure starts or ends, what to pin, and
     whether the fault is a release's or the script's."""
     lines: list[str] = []
-    reference = next((e for e in report.examined if e.max == report.reference), None)
+    reference = next((e for e in report.examined if e.release == report.reference), None)
     if reference is None:
         return ["nothing was examined" + (" (interrupted)" if report.interrupted else "")]
     chased = [t for t in report.transitions if {t.verdict_before, t.verdict_after} == {Verdict.BAD, Verdict.GOOD}]
@@ -42,13 +86,14 @@ def verdict_lines(report: BisectReport) -> list[str]:
             lines.append(f"it broke {_where(t)}: last good {good}, first bad {bad} ({way})")
         else:
             lines.append(f"it was fixed {_where(t)}: last bad {bad} ({way}), first good {good}")
-    goods = [e.max for e in report.examined if e.verdict is Verdict.GOOD]
+    goods = [e.release for e in report.examined if e.verdict is Verdict.GOOD]
     if chased and goods:
-        newest = f"max=={goods[-1]} (the newest release examined where it passes; passing: {', '.join(goods)})"
+        newest = f"{report.package}=={goods[-1]} (the newest release examined where it passes; passing: {', '.join(goods)})"
         lines.append(f"pin: {newest}")
+    lines += requirement_lines(report)
     bads = [e for e in report.examined if e.verdict is Verdict.BAD]
     if reference.verdict is Verdict.BAD and not goods:
-        ends = [e.max for e in report.examined if e.verdict is Verdict.BAD]
+        ends = [e.release for e in report.examined if e.verdict is Verdict.BAD]
         lines.append(
             f"it ends the same way ({reference.way.label}) on every release where it runs, {ends[0]} to {ends[-1]}: "
             "no release change explains it — the fault is most likely the script's, or in what every release shares "
@@ -69,13 +114,23 @@ def verdict_lines(report: BisectReport) -> list[str]:
 
 def _cell_line(cell: Examined) -> str:
     kept = ", kept" if cell.reused else ""
-    return f"{cell.max:<9} {cell.verdict.value:<18} {cell.way.label}  ({cell.seconds:.0f} s{kept})"
+    return f"{cell.release:<9} {cell.verdict.value:<18} {cell.way.label}  ({cell.seconds:.0f} s{kept})"
+
+
+def _cells_are(report: BisectReport) -> str:
+    """What every cell shares: torch and Python (a MAX bisect), or the examined environment (a package bisect)."""
+    if report.pinned is None:
+        return f"torch {report.torch}, Python {report.python}"
+    return (
+        f"{report.package} releases over the examined environment (its {report.pinned} other distributions pinned, "
+        f"the release under test installed over what they declare), Python {report.python}"
+    )
 
 
 def bisect_text(report: BisectReport) -> str:
     lines = [
         f"gpudoctor {report.doctor_version} bisect: {safe_text(report.command)}",
-        f"  torch {report.torch}, Python {report.python}; reference (bad) release {report.reference}; "
+        f"  {_cells_are(report)}; reference (bad) release {report.reference}; "
         f"{len(report.examined)} of {len(report.versions)} releases examined in {report.seconds:.0f} s"
         + (" (--scan)" if report.scan else ""),
         "",
@@ -91,13 +146,14 @@ def bisect_text(report: BisectReport) -> str:
 
 def bisect_markdown(report: BisectReport) -> str:
     lines = [f"## gpudoctor bisect: `{report.command}`", ""]
-    lines += [f"torch {report.torch}, Python {report.python}; {len(report.examined)} of {len(report.versions)} MAX "
+    what = "MAX" if report.pinned is None else report.package
+    lines += [f"{_cells_are(report)}; {len(report.examined)} of {len(report.versions)} {what} "
               f"releases examined ({', '.join(report.versions[:1] + report.versions[-1:])} range)", ""]  # fmt: skip
     lines += [f"- {line}" for line in verdict_lines(report)] + [""]
-    lines += ["| MAX | verdict | how it ended | summary |", "| --- | --- | --- | --- |"]
+    lines += [f"| {what} | verdict | how it ended | summary |", "| --- | --- | --- | --- |"]
     for cell in report.examined:
         summary = cell.summary.replace("|", "\\|").replace("\n", " ")[:200]
-        lines.append(f"| {cell.max} | {cell.verdict.value} | {cell.way.label} | {summary} |")
+        lines.append(f"| {cell.release} | {cell.verdict.value} | {cell.way.label} | {summary} |")
     return "\n".join(lines) + "\n"
 
 
@@ -108,6 +164,8 @@ def bisect_dict(report: BisectReport) -> dict[str, Any]:
     return {
         "doctor_version": report.doctor_version,
         "command": report.command,
+        "package": report.package,
+        "pinned": report.pinned,
         "torch": report.torch,
         "python": report.python,
         "versions": list(report.versions),
@@ -117,7 +175,8 @@ def bisect_dict(report: BisectReport) -> dict[str, Any]:
         "seconds": round(report.seconds, 1),
         "cells": [
             {
-                "max": c.max,
+                **({"max": c.release} if report.pinned is None else {}),  # the key MAX bisects always had
+                "release": c.release,
                 "verdict": c.verdict.value,
                 "way": way(c.way),
                 "summary": c.summary,
@@ -125,6 +184,7 @@ def bisect_dict(report: BisectReport) -> dict[str, Any]:
                 "report": c.report,
                 "seconds": round(c.seconds, 1),
                 "reused": c.reused,
+                "unmet": [str(u) for u in c.unmet],
             }
             for c in report.examined
         ],

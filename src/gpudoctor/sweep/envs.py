@@ -195,7 +195,11 @@ class EnvironmentBuilder:
             self._write_inherit_pth(env)
         requirements = [f"{name}=={version}" for name, version in wanted.items()
                         if not _satisfies(inherited.get(name), version)]  # fmt: skip
-        requirements += [name for name in extra if self.inherit is None]
+        requirements += [name for name in extra if self.inherit is None and not cell.package]
+        if cell.package:  # the release under test over the pinned environment, each line also an override
+            listed = env / "gpudoctor-requirements.txt"
+            atomic_write(listed, "\n".join(cell.overrides()) + "\n")
+            requirements = ["-r", str(listed), "--overrides", str(listed)]
         if requirements:
             installed = run_uv(
                 [self.uv, "pip", "install", "--quiet", *self.sources, "--python", str(_env_python(env)), *requirements],

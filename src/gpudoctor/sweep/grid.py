@@ -5,6 +5,7 @@ or a TOML grid file, and what each cell came to.
 from __future__ import annotations
 
 import enum
+import hashlib
 import itertools
 import os
 import re
@@ -27,22 +28,56 @@ MAX_CELLS = 1000
 
 @dataclass(frozen=True, order=True)
 class Cell:
-    """One environment of the grid: exact torch and MAX versions, and the Python it runs on."""
+    """One environment of the grid: exact torch and MAX versions, and the Python it runs on. A package bisect's
+    cell is instead one release of ``package`` over the examined environment's other distributions (``pins``,
+    requirement lines), installed as pip would install it: over what the others declare (see ``overrides``)."""
 
     torch: str
     max: str
     python: str
+    package: str = ""  # a package bisect's cell: the distribution under test, at ``version``
+    version: str = ""
+    pins: tuple[str, ...] = ()  # everything else, as the examined environment has it
+
+    @classmethod
+    def of_release(cls, package: str, version: str, python: str, pins: Sequence[str]) -> Cell:
+        return cls("", "", python, package, version, tuple(pins))
 
     @property
     def key(self) -> str:
-        """A file-name-safe name for the cell: py3.11_torch-2.13.0_max-26.7.0."""
+        """A file-name-safe name for the cell: py3.11_torch-2.13.0_max-26.7.0, or py3.11_triton-3.3.0_env-1a2b3c4d
+        (the hash of the pins: another environment is another cell)."""
+        if self.package:
+            pins = hashlib.sha256("\n".join(self.pins).encode()).hexdigest()[:12]
+            return f"py{self.python}_{re.sub(r'[^A-Za-z0-9.]+', '_', self.package)}-{self.version}_env-{pins}"
         return f"py{self.python}_torch-{self.torch}_max-{self.max}"
 
+    @property
+    def release(self) -> str:
+        """The release the cell stands for in a bisect: the package's, else MAX's."""
+        return self.version if self.package else self.max
+
     def requirements(self) -> dict[str, str]:
+        if self.package:
+            return {self.package: self.version}
         return {"torch": self.torch, "max": self.max}
 
-    def to_dict(self) -> dict[str, str]:
-        return {"torch": self.torch, "max": self.max, "python": self.python}
+    def overrides(self) -> list[str]:
+        """A package cell's requirement lines, each also an override (uv ``--overrides``): the release under test
+        and every pin win over what any distribution declares, as pip installs what it is told, with a warning."""
+        return [*self.pins, f"{self.package}=={self.version}"] if self.package else []
+
+    def to_dict(self) -> dict[str, Any]:
+        grid = {"torch": self.torch, "max": self.max, "python": self.python}
+        if not self.package:
+            return grid
+        return {**grid, "package": self.package, "version": self.version, "pins": list(self.pins)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Cell:
+        pins = data.get("pins", ())
+        return cls(str(data["torch"]), str(data["max"]), str(data["python"]), str(data.get("package", "")),
+                   str(data.get("version", "")), tuple(str(p) for p in pins if isinstance(pins, list)))  # fmt: skip
 
 
 class CellStatus(str, enum.Enum):
@@ -85,9 +120,8 @@ class CellResult:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CellResult:
-        cell = data["cell"]
         return cls(
-            cell=Cell(str(cell["torch"]), str(cell["max"]), str(cell["python"])),
+            cell=Cell.from_dict(data["cell"]),
             status=CellStatus(data["status"]),
             reason=str(data.get("reason", "")),
             findings=tuple(str(f) for f in data.get("findings", ())),
@@ -188,7 +222,7 @@ def expand_versions(spec: str | Sequence[str], name: str, releases: ReleaseListe
             low, high = _version(low_text, name), _version(high_text, name)
             if low > high:
                 raise GpuDoctorError(f"--{name} {part}: the range runs backwards")
-            upper = _line_end(high) if len(high.release) < 3 else high
+            upper = line_end(high) if len(high.release) < 3 else high
             found = [v for v in releases(name) if low <= v <= upper]
             if not found:
                 raise GpuDoctorError(f"--{name} {part}: no release of {name} in that range")
@@ -204,7 +238,7 @@ def expand_versions(spec: str | Sequence[str], name: str, releases: ReleaseListe
     return list(dict.fromkeys(chosen))
 
 
-def _line_end(version: Version) -> Version:
+def line_end(version: Version) -> Version:
     """The largest version on a line: 26.7 -> 26.7.999999."""
     return Version(".".join(str(n) for n in (*version.release, 999999)))
 
