@@ -8,13 +8,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import run_cli, tiny_wheel
 from packaging.version import Version
+from test_field_corpus import H100
 
+from gpudoctor.knowledge import match_findings
+from gpudoctor.knowledge.answer import GENERIC_ID
+from gpudoctor.model import Device, Outcome, ProbeResult, Report
+from gpudoctor.stackfacts import UnmetRequirement
 from gpudoctor.sweep.envs import find_uv
 from gpudoctor.sweep.pinned import frozen_environment, releases_between
 
@@ -78,8 +84,10 @@ def test_a_package_bisect_finds_the_release_and_the_declaration_it_breaks(
     assert "it broke 1.2.0 -> 1.3.0: last good 1.2.0, first bad 1.3.0 (fail (ImportError" in verdict[0]
     assert "pin: tinylib==1.2.0" in verdict[1]
     declared = [line for line in verdict if "declares" in line]
-    assert declared == ["tinyuser 1.0.0 declares tinylib==1.0.0; 1.3.0 breaks it (as do the other failing releases "
-                        "examined: 1.4.0, 1.5.0); yet it passes on 1.2.0, which breaks it too"]
+    assert declared == [
+        "tinyuser 1.0.0 declares tinylib==1.0.0; 1.3.0 breaks it (as do the other failing releases "
+        "examined: 1.4.0, 1.5.0); yet it passes on 1.2.0, which breaks it too"
+    ]
     assert all("tinyother" not in line for line in verdict)  # what it declares (>=1.0) every release meets
     # a good cell had tinyuser (pinned) and tinylib 1.2.0, which breaks what tinyuser declares, yet passes
     assert cells["1.2.0"]["unmet"] == ["tinyuser 1.0.0 requires tinylib==1.0.0, but tinylib 1.2.0 is installed"]
@@ -106,3 +114,33 @@ def test_package_usage_errors_are_one_line_and_exit_2(wheelhouse: Path, args: li
     assert completed.returncode == 2, completed.stderr
     assert words in completed.stderr and len(completed.stderr.strip().splitlines()) == 1, completed.stderr
     assert "Traceback" not in completed.stderr and completed.stdout == ""
+
+
+def _generic_evidence(text: str, packages: dict[str, str], unmet: tuple[UnmetRequirement, ...] = ()) -> str:
+    """The generic answer's line for a run that printed ``text``, in the recorded H100 environment with
+    ``packages`` installed too and ``unmet`` what the inventory found broken."""
+    environment = replace(H100.environment, packages={**H100.environment.packages, **packages},
+                          stack=replace(H100.environment.stack, requirements_unmet=unmet))  # fmt: skip
+    run = ProbeResult(id="your-program", probe="your-program", device=Device.NONE, outcome=Outcome.FAIL,
+                      duration_s=1.0, summary="failed", stderr_tail=text, command="python prog.py")  # fmt: skip
+    report = Report(doctor_version="0", created="", environment=environment, results=(run,))
+    (generic,) = [f for f in match_findings(report) if f.id == GENERIC_ID]
+    return generic.evidence[0]
+
+
+FRAMES = (
+    'Traceback (most recent call last):\n  File "/home/u/prog.py", line 3, in <module>\n    out = fused(x)\n'
+    '  File "/venv/lib/python3.12/site-packages/foo_kernels/ops.py", line 9, in fused\n'
+)
+
+
+def test_run_proposes_bisect_package_when_the_failing_frames_are_one_packages() -> None:
+    line = _generic_evidence(FRAMES + "ValueError: rank 3 expected\n", {"foo-kernels": "1.3.0"})
+    assert "next: gpudoctor bisect --package foo-kernels 1.0..1.3.0 -- python prog.py (the release of" in line
+    # another installed distribution declares a release this one breaks: from that release to the installed one
+    declared = UnmetRequirement("bar", "2.0.0", "foo-kernels==1.1.0", "foo-kernels", "1.3.0")
+    line = _generic_evidence(FRAMES + "ValueError: rank 3 expected\n", {"foo-kernels": "1.3.0"}, (declared,))
+    assert "foo-kernels 1.3.0" in line and "next: gpudoctor bisect --package foo-kernels 1.1.0..1.3.0 -- " in line
+    # frames of two packages: no one package to bisect
+    two = FRAMES + '  File "/venv/lib/python3.12/site-packages/other_pkg/x.py", line 1, in f\nValueError: no\n'
+    assert "bisect" not in _generic_evidence(two, {"foo-kernels": "1.3.0", "other-pkg": "1.0"})

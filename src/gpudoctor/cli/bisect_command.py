@@ -100,7 +100,7 @@ def _range(spec: str, package: str) -> tuple[Version, Version]:
     if not dots or not low_text.strip() or not high_text.strip():
         raise GpuDoctorError(f"--package {package} {spec}: give a range of releases A..B, e.g. 3.2.0..3.5")
     try:
-        low, high = Version(low_text.strip()), Version(high_text.strip())
+        low, high = (Version(Version(text.strip()).public) for text in (low_text, high_text))  # 2.6.0+cpu: 2.6.0
     except InvalidVersion:
         raise GpuDoctorError(f"--package {package} {spec}: not a range of versions A..B") from None
     if low > high:

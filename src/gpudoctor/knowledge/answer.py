@@ -113,7 +113,53 @@ def experiment_for(result: ProbeResult, phase: str, text: str) -> str:
     return f"gpudoctor run -- {command} (on a GPU: rerun synchronously and under compute-sanitizer)"
 
 
+def _frames_of_one_package(text: str, dist: tuple[str, str]) -> bool:
+    """Whether the failing frames in installed packages are all of one package, the distribution ``dist`` (or there
+    are none, and the text's marks named it)."""
+    packages = set(_FRAME_PACKAGE.findall(text))
+    if len(packages) > 1:
+        return False
+    names = {n.lower() for p in packages for n in IMPORT_PACKAGES.get(p, (p, p.replace("_", "-")))}
+    return not packages or dist[0].lower() in names
+
+
+def bisect_proposal(result: ProbeResult, dist: tuple[str, str], environment: Environment) -> str | None:
+    """`gpudoctor bisect --package NAME A..B -- CMD` for the failing package: from the release another installed
+    distribution declares (where what it declares is broken here) to the installed one, else from the start of the
+    installed one's major line (of the one before, for an X.0 release)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+
+    name, installed_text = dist
+    try:
+        installed = Version(Version(installed_text).public)
+    except InvalidVersion:
+        return None
+    declared = []
+    for unmet in environment.stack.requirements_unmet or ():
+        if unmet.needs.lower() == name.lower():
+            try:
+                declared += [Version(s.version) for s in Requirement(unmet.requirement).specifier]
+            except (InvalidRequirement, InvalidVersion):
+                continue
+    other = next((v for v in sorted(declared) if v != installed), None)
+    if other is None:
+        major = installed.major if installed.release[1:] != (0,) * len(installed.release[1:]) else installed.major - 1
+        if major < 0:
+            return None
+        other = Version(f"{major}.0")
+    low, high = sorted((other, installed))
+    command = result.command if result.command and result.id != LOG_RUN_ID else "your command"
+    bad = f" --bad {installed}" if installed != high else ""
+    return f"gpudoctor bisect --package {name} {low}..{high}{bad} -- {command}"
+
+
 def answer(result: ProbeResult, text: str, environment: Environment, knowledge: Knowledge) -> Answer:
     component, dist = component_of(text, environment, knowledge)
     phase = phase_of(result, text)
-    return Answer(component, phase, requirements_of(dist, environment), experiment_for(result, phase, text))
+    experiment = experiment_for(result, phase, text)
+    if dist is not None and _frames_of_one_package(text, dist):
+        bisect = bisect_proposal(result, dist, environment)
+        if bisect is not None:  # the releases of the one failing package: where it starts, and what it breaks
+            experiment = f"{bisect} (the release of {dist[0]} it starts failing with); or {experiment}"
+    return Answer(component, phase, requirements_of(dist, environment), experiment)

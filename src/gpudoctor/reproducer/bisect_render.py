@@ -26,7 +26,8 @@ def _explained(transition: Transition, report: BisectReport) -> list[str]:
     before, after = cells[transition.before], cells[transition.after]
     new = [f"{title} [{fid}]" for fid, title in after.findings if fid not in {f for f, _ in before.findings}]
     gone = [f"{title} [{fid}]" for fid, title in before.findings if fid not in {f for f, _ in after.findings}]
-    return [f"found from {after.release}: {line}" for line in new] + [f"gone from {after.release}: {line}" for line in gone]
+    release = after.release
+    return [f"found from {release}: {line}" for line in new] + [f"gone from {release}: {line}" for line in gone]
 
 
 def _first_bad(report: BisectReport) -> str | None:
@@ -88,7 +89,8 @@ def verdict_lines(report: BisectReport) -> list[str]:
             lines.append(f"it was fixed {_where(t)}: last bad {bad} ({way}), first good {good}")
     goods = [e.release for e in report.examined if e.verdict is Verdict.GOOD]
     if chased and goods:
-        newest = f"{report.package}=={goods[-1]} (the newest release examined where it passes; passing: {', '.join(goods)})"
+        passing = ", ".join(goods)
+        newest = f"{report.package}=={goods[-1]} (the newest release examined where it passes; passing: {passing})"
         lines.append(f"pin: {newest}")
     lines += requirement_lines(report)
     bads = [e for e in report.examined if e.verdict is Verdict.BAD]

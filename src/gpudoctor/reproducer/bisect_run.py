@@ -15,15 +15,15 @@ from packaging.utils import canonicalize_name
 
 from gpudoctor import __version__
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.model import Report
 from gpudoctor.process.cancel import CancelScope
 from gpudoctor.redact import redact_text
-from gpudoctor.model import Report
 from gpudoctor.report.codec import decode
 from gpudoctor.reproducer.bisect import BisectSearch, Transition, Verdict, Way, transitions, way_of
 from gpudoctor.reproducer.command import RUN_ID, Reproducer
 from gpudoctor.reproducer.subject import UserCommand
-from gpudoctor.sweep.grid import Cell, CellResult, CellStatus
 from gpudoctor.stackfacts import UnmetRequirement
+from gpudoctor.sweep.grid import Cell, CellResult, CellStatus
 from gpudoctor.sweep.run import MAX_KEPT_BYTES, Grid, SweepOptions
 from gpudoctor.textfile import read_text
 

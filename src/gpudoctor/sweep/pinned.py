@@ -33,7 +33,11 @@ def uv_sources(find_links: Sequence[Path], offline: bool) -> list[str]:
 
 def _first_line(text: str) -> str:
     """uv's reason in one line: its "Because ..." sentence where it gives one, else its first line."""
-    lines = [line.strip(" ×╰─▶") for line in text.splitlines() if line.strip() and not line.startswith("Resolved")]
+    lines = [
+        line.strip(" \u00d7\u2570\u2500\u25b6")
+        for line in text.splitlines()
+        if line.strip() and not line.startswith("Resolved")
+    ]
     because = [line.split(":", 1)[-1].strip() if "Because" in line.split(":", 1)[-1] else line for line in lines]
     chosen = next((line for line in because if line.startswith("Because")), lines[0] if lines else "uv gave no reason")
     return chosen[:300]
