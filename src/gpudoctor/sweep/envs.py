@@ -1,7 +1,8 @@
 """Environments for sweep cells, built with uv: one virtual environment per cell, its packages hardlinked
 from uv's shared cache, so a second cell costs seconds and megabytes, not gigabytes.
 
-This is the only module that runs uv; it comes with the ``sweep`` extra (``pip install "gpudoctor[sweep]"``).
+This module and `pinned` (which asks uv for releases and an environment) are the only ones that run uv; they come with
+the ``sweep`` extra (``pip install "gpudoctor[sweep]"``).
 Where uv finds packages (indexes, find-links) is the user's uv configuration; gpudoctor adds only the wheelhouses
 and --offline a command names (``--find-links DIR --offline``).
 """
