@@ -31,7 +31,8 @@ from gpudoctor.safetext import safe_text
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="gpudoctor bisect",
-        description="Run your reproducer in one environment per MAX release (built with uv, kept between runs) and "
+        description="Run your reproducer in one environment per release — of MAX, or of any distribution with "
+        "--package (built with uv, kept between runs) — and "
         "search for the releases where how it ends changes: last good, first bad, told apart from releases where "
         "it fails another way (a compile error, a missing API). Starts at --bad (default: the newest release) "
         "and halves the releases on each side, so a change costs O(log n) cells; --scan examines every release. "
