@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.facts.installed import installed_versions
 from gpudoctor.facts.interpreter import ask, check_cpython
 from gpudoctor.facts.nvml import device_nodes, kernel_module_version, loaded_library_version, query_driver
 from gpudoctor.facts.stack import build_and_load_facts, device_nodes_fact, interpreter_facts
@@ -214,15 +215,7 @@ def _local_stack_facts() -> dict[str, Any]:
 
 
 def _local_packages(names: tuple[str, ...]) -> dict[str, str | None]:
-    from importlib import metadata
-
-    versions: dict[str, str | None] = {}
-    for name in names:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
+    return installed_versions(names)  # importlib.metadata's answers, in one pass over sys.path
 
 
 def _remote_facts(python: str, names: tuple[str, ...], cancel: CancelScope | None = None) -> dict[str, Any]:
