@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -104,15 +105,19 @@ def build_facts(environ: Mapping[str, str], torch_folder: str | None, interprete
     nvcc = os.path.join(home, "bin", "nvcc") if home else None
     if nvcc is not None and not os.path.exists(nvcc):
         nvcc = None
-    compiler, compiler_major = host_compiler(environ)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpudoctor-nvcc") as pool:
+        release = pool.submit(nvcc_release, nvcc) if nvcc else None  # beside --dryrun, the longer question
+        newest = newest_host_gcc(nvcc) if nvcc else None
+        compiler, compiler_major = host_compiler(environ)
+        nvcc_cuda = release.result() if release else None
     path = os.pathsep.join(p for p in (interpreter_bin, environ.get("PATH")) if p)
     return {
         "cuda_home": home,
         "nvcc": nvcc,
-        "nvcc_cuda": nvcc_release(nvcc) if nvcc else None,
+        "nvcc_cuda": nvcc_cuda,
         "host_compiler": compiler,
         "host_compiler_major": compiler_major,
-        "newest_host_gcc": newest_host_gcc(nvcc) if nvcc else None,
+        "newest_host_gcc": newest,
         "ninja": shutil.which("ninja", path=path) is not None,
         "arch_names": torch_arch_names(torch_folder),
     }
