@@ -72,6 +72,11 @@ class Memo:
                     self._entries = data
         return self._entries
 
+    def forget(self) -> None:
+        """Read the file again at the next lookup (what another process stored since, or a new cache folder)."""
+        with self._lock:
+            self._entries = None
+
     def get(self, key: Any) -> Any:
         """The answer stored under ``key``, or None."""
         with self._lock:
