@@ -51,12 +51,15 @@ json.dump({"report": encode(report), "timeline": timeline, "wall": time.monotoni
 """
 
 
-def diagnosis(caches: Path, *, jobs: int | None, only: list[str] | None = None, devices: list[str] | None = None) -> dict[str, Any]:
+def diagnosis(
+    caches: Path, *, jobs: int | None, only: list[str] | None = None, devices: list[str] | None = None
+) -> dict[str, Any]:
     env = dict(os.environ)
     if importlib.util.find_spec("gpudoctor") is None:  # run from a checkout: the sources beside this script
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), env.get("PYTHONPATH")) if p)
     env.update(MODULAR_CACHE_DIR=str(caches / "modular"), MODULAR_DERIVED_PATH=str(caches / "modular-derived"),
-               TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"), GPUDOCTOR_CACHE_DIR=str(caches / "gpudoctor"))  # fmt: skip
+               TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"),
+               GPUDOCTOR_CACHE_DIR=str(caches / "gpudoctor"))  # fmt: skip
     asked = json.dumps({"jobs": jobs, "only": only, "devices": devices})
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", _DOCTOR, asked], capture_output=True, text=True, env=env,
@@ -79,7 +82,9 @@ def timeline(data: dict[str, Any]) -> list[str]:
     for start, run_id in rows:
         result = results[run_id]
         end = start + result["duration_s"]
-        lines.append(f"  {run_id:<28} {start:6.1f} s -> {end:6.1f} s  ({result['duration_s']:5.1f} s, {result['outcome']})")
+        lines.append(
+            f"  {run_id:<28} {start:6.1f} s -> {end:6.1f} s  ({result['duration_s']:5.1f} s, {result['outcome']})"
+        )
     return lines
 
 
@@ -106,13 +111,18 @@ def main() -> None:
         print("\n".join(timeline(warm)))
         slowest = max(warm_runs, key=lambda i: warm_runs[i]["duration_s"])
         probe = slowest.split("/")[0]
-        alone = diagnosis(Path(scratch) / "first", jobs=1, only=[probe], devices=[slowest.split("/")[1]] if "/" in slowest else None)
+        alone = diagnosis(
+            Path(scratch) / "first", jobs=1, only=[probe], devices=[slowest.split("/")[1]] if "/" in slowest else None
+        )
         alone_s = ran(alone)[slowest]["duration_s"]
         print(f"4. the warm run's slowest probe, {slowest}, alone (one job at a time): {alone_s:.1f} s")
     longest = max(chain_runs.values(), key=lambda r: r["duration_s"])
     print()
     print(f"first run, cold:                 {first['wall']:6.1f} s   (goal on the H100: < 60 s)")
-    print(f"the MAX chain alone, cold:       {chain['wall']:6.1f} s   (its longest run: {longest['id']} {longest['duration_s']:.1f} s)")
+    print(
+        f"the MAX chain alone, cold:       {chain['wall']:6.1f} s   "
+        f"(its longest run: {longest['id']} {longest['duration_s']:.1f} s)"
+    )
     print(f"first run / chain alone:         {first['wall'] / chain['wall']:6.2f}     (goal: <= 1.1)")
     print(f"warm full run:                   {warm['wall']:6.1f} s")
     print(f"slowest probe alone ({slowest}): {alone_s:6.1f} s")

@@ -34,7 +34,9 @@ TARGET_S = 0.25
 
 def wall(argv: list[str], env: dict[str, str]) -> float:
     started = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env, check=False)
+    subprocess.run(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env, check=False
+    )
     return time.perf_counter() - started
 
 
@@ -60,7 +62,8 @@ def synthetic_distributions(folder: Path, count: int) -> None:
 
 
 def summary(samples: list[float]) -> str:
-    return f"median {statistics.median(samples):.3f} s (min {min(samples):.3f}, max {max(samples):.3f}, {len(samples)} runs)"
+    low, high = min(samples), max(samples)
+    return f"median {statistics.median(samples):.3f} s (min {low:.3f}, max {high:.3f}, {len(samples)} runs)"
 
 
 def process_figures(options: argparse.Namespace, env: dict[str, str]) -> float:
@@ -70,7 +73,10 @@ def process_figures(options: argparse.Namespace, env: dict[str, str]) -> float:
         warm_env = {**env, "GPUDOCTOR_CACHE_DIR": str(Path(scratch) / "warm")}
         wall(doctor, warm_env)  # fills the cache and the page cache
         warm = [wall(doctor, warm_env) for _ in range(options.runs)]
-        cold = [wall(doctor, {**env, "GPUDOCTOR_CACHE_DIR": str(Path(scratch) / f"cold{n}")}) for n in range(options.cold_runs)]
+        cold = [
+            wall(doctor, {**env, "GPUDOCTOR_CACHE_DIR": str(Path(scratch) / f"cold{n}")})
+            for n in range(options.cold_runs)
+        ]
         bare = [wall([sys.executable, "-c", "pass"], env) for _ in range(options.runs)]
         imported = [wall(imports, warm_env) for _ in range(options.runs)]
     print(f"gpudoctor --json --no-probes, warm:        {summary(warm)}")
@@ -78,7 +84,9 @@ def process_figures(options: argparse.Namespace, env: dict[str, str]) -> float:
     print(f"  a bare interpreter's start:              {summary(bare)}")
     print(f"  the same interpreter importing its modules: {summary(imported)}")
     if options.collect_env and importlib.util.find_spec("torch") is not None:
-        collect = [wall([sys.executable, "-m", "torch.utils.collect_env"], env) for _ in range(max(1, options.runs // 2))]
+        collect = [
+            wall([sys.executable, "-m", "torch.utils.collect_env"], env) for _ in range(max(1, options.runs // 2))
+        ]
         print(f"python -m torch.utils.collect_env:          {summary(collect)}")
         print(f"collect_env / gpudoctor inventory (warm): {statistics.median(collect) / statistics.median(warm):.1f}x")
     return statistics.median(warm)
@@ -111,7 +119,9 @@ def fact_split(runs: int = 20) -> None:
         "Triton's ptxas (--version)": lambda: triton_ptxas(sites, os.environ),
         "CUDA libraries as the loader resolves them (ldconfig -p)": lambda: library_facts(sites),
         "NVML: driver and GPUs (a thread beside the rest)": query_driver,
-        "knowledge loaded and the pre-flight checks": lambda: preflight(environment, knowledge_load.load_knowledge.__wrapped__()),
+        "knowledge loaded and the pre-flight checks": lambda: preflight(
+            environment, knowledge_load.load_knowledge.__wrapped__()
+        ),
         "the whole inventory (collect_environment)": inventory.collect_environment,
     }
 

@@ -27,11 +27,13 @@ from gpudoctor.subject import ProbeSuite, Subject
 from gpudoctor.suite.caches import expected_durations, record_durations
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
 
-if TYPE_CHECKING:  # running probes and advising pins import theirs where they happen: the inventory-only run does neither
+if (
+    TYPE_CHECKING
+):  # running probes and advising pins import theirs where they happen: the inventory-only run does neither
     from gpudoctor.matrix.schema import Row
     from gpudoctor.suite.patch_runs import PatchRuns
     from gpudoctor.suite.plan import PlannedRun
-    from gpudoctor.suite.schedule import ResultCallback, Schedule, ScheduleHandler, StartCallback
+    from gpudoctor.suite.schedule import FaceCallbacks, ResultCallback, Schedule, ScheduleHandler, StartCallback
 
 PROBE_MEMORY_GIB = 1.5  # a probe process with torch and MAX loaded, measured at 0.7-1.3 GiB peak
 

@@ -1,12 +1,14 @@
-"""What programs answer about themselves (``nvcc --version``, ``nvcc --dryrun``, ``gcc -dumpversion``, ``ldconfig -p``,
-Triton's ``ptxas --version``), asked in a child process and kept in gpudoctor's cache while nothing it depends on changed.
+"""What programs answer about themselves (``nvcc --version``, ``nvcc --dryrun``, ``gcc -dumpversion``,
+``ldconfig -p``, Triton's ``ptxas --version``), asked in a child process and kept in gpudoctor's cache while nothing
+it depends on changed.
 
 The inventory asks up to six such questions, 2-25 ms each (``nvcc --dryrun`` the longest); a warm inventory reads them
 back. An answer is kept only for a compiled program (an ELF file, not a script) whose resolved name is the one asked
-for (``gcc`` -> ``gcc-12`` or ``x86_64-linux-gnu-gcc-13``; not a ``ccache`` or ``busybox`` standing in for it, whose answer comes from another
-program), keyed by the exact command, that file's identity (resolved path, inode, size, time) and the identities of
-the files its answer is read from (``/etc/ld.so.cache`` for ``ldconfig -p``), under gpudoctor's version. A new
-toolkit, compiler or cache file is a new key: nothing is reused across a change of any of them.
+for (``gcc`` -> ``gcc-12`` or ``x86_64-linux-gnu-gcc-13``; not a ``ccache`` or ``busybox`` standing in for it, whose
+answer comes from another program), keyed by the exact command, that file's identity (resolved path, inode, size,
+time) and the identities of the files its answer is read from (``/etc/ld.so.cache`` for ``ldconfig -p``), under
+gpudoctor's version. A new toolkit, compiler or cache file is a new key: nothing is reused across a change of any of
+them. A wrapper script (``/usr/local/bin/nvcc`` exec'ing a toolkit's) is asked every time, its questions side by side.
 """
 
 from __future__ import annotations

@@ -23,9 +23,9 @@ from gpudoctor.facts.interpreter import ask, check_cpython
 from gpudoctor.facts.nvml import NO_DRIVER, device_nodes, kernel_module_version, loaded_library_version, query_driver
 from gpudoctor.facts.stack import build_and_load_facts, device_nodes_fact, interpreter_facts
 from gpudoctor.model import Driver, Environment, Platform
-from gpudoctor.stackfacts import DeviceNodes
 from gpudoctor.process.cancel import CancelScope
 from gpudoctor.redact import redact_text
+from gpudoctor.stackfacts import DeviceNodes
 
 # Distribution names, as pip knows them, whose versions decide whether a custom op works.
 PACKAGES: tuple[str, ...] = (

@@ -52,7 +52,9 @@ def load_knowledge(paths: tuple[Path, ...] = SHIPPED) -> Knowledge:
     data = parsed if parsed is not None else [parse_toml(path, text) for path, text in zip(paths, texts, strict=True)]
     knowledge = _knowledge(paths, data, compile_patterns=parsed is None)
     if parsed is None:
-        with contextlib.suppress(TypeError, ValueError):  # a TOML date has no JSON form: such files are parsed each time
+        with contextlib.suppress(
+            TypeError, ValueError
+        ):  # a TOML date has no JSON form: such files are parsed each time
             LOADED.put(key, json.loads(json.dumps(data)))
     return knowledge
 
