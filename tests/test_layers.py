@@ -17,7 +17,7 @@ MAX_LINES = 400
 # (types, the probe protocol, text and file helpers) may import each other.
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("__init__", "errors", "safetext", "atomic", "redact", "picture", "protocol", "stackfacts", "kernelsection",
-     "textfile", "tomlcheck", "model", "patches"),
+     "textfile", "tomlcheck", "model", "patches", "memo"),
     ("process",),  # one supervisor, the stop path
     ("facts", "suite", "instruments"),  # the inventory; the probe suite and its schedule; the GPU's instruments
     ("examination", "report"),  # what a run is given and heard by; a Report on disk and on screen

@@ -21,6 +21,7 @@ from gpudoctor.suite.schedule import (
     ScheduledRun,
     ScheduleHandler,
     run_schedule,
+    start_order,
 )
 
 
@@ -67,6 +68,25 @@ def test_more_jobs_start_the_longest_expected_first_and_new_runs_before_them() -
     assert _ids(schedule.ready()) == ["new-late", "new-early"]
     _start(schedule, "new-late")
     assert _ids(schedule.ready()) == ["new-early"]
+
+
+def test_a_first_run_starts_the_runs_given_longer_time_limits_first_within_a_stage() -> None:
+    """On a first run the catalog's time limit stands for how long a run may take: the H100's first run used to queue
+    the compiling adjacent-stack probes (cpp-extension: 600 s) behind the imports of their stage (180 s)."""
+
+    def run(name: str, stage: int, timeout_s: float) -> PlannedRun:
+        spec = ProbeSpec(id=name, script="passes.py", title=name, stage=stage, timeout_s=timeout_s)
+        return PlannedRun(ProbeInvocation(spec, Device.NONE, sys.executable, SYNTHETIC, 60), ())
+
+    plan = [run("import", 2, 180), run("compile", 2, 600), run("later-stage", 3, 180), run("learned", 4, 600)]
+    schedule = Schedule(plan, jobs=2, expected={"learned": 30.0})
+    assert _ids(schedule.ready()) == ["later-stage", "compile"]
+    _start(schedule, "later-stage")
+    _start(schedule, "compile")
+    assert schedule.ready() == []
+    assert [run.run_id for run in sorted(plan, key=lambda r: start_order(r, {"learned": 30.0}))] == [
+        "later-stage", "compile", "import", "learned"
+    ]  # fmt: skip
 
 
 def test_a_speculative_dependent_starts_at_once_and_its_result_waits_for_the_prerequisite() -> None:

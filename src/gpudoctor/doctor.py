@@ -9,10 +9,10 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpudoctor import __version__
 from gpudoctor.errors import GpuDoctorError
@@ -21,23 +21,19 @@ from gpudoctor.facts.interpreter import resolve_python
 from gpudoctor.facts.inventory import collect_environment
 from gpudoctor.kernelsection import KernelSection
 from gpudoctor.knowledge import match_findings, preflight
-from gpudoctor.matrix.pins import machine_timelines, pin_options
-from gpudoctor.matrix.schema import Row
 from gpudoctor.model import Device, Environment, Finding, ProbeResult, ProbeSpec, Report, Severity
 from gpudoctor.process.cancel import CancelScope
 from gpudoctor.subject import ProbeSuite, Subject
 from gpudoctor.suite.caches import expected_durations, record_durations
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog, run_ids
-from gpudoctor.suite.patch_runs import PatchRuns
-from gpudoctor.suite.plan import PlannedRun, plan_runs
-from gpudoctor.suite.schedule import (
-    FaceCallbacks,
-    ResultCallback,
-    Schedule,
-    ScheduleHandler,
-    StartCallback,
-    run_schedule,
-)
+
+if (
+    TYPE_CHECKING
+):  # running probes and advising pins import theirs where they happen: the inventory-only run does neither
+    from gpudoctor.matrix.schema import Row
+    from gpudoctor.suite.patch_runs import PatchRuns
+    from gpudoctor.suite.plan import PlannedRun
+    from gpudoctor.suite.schedule import FaceCallbacks, ResultCallback, Schedule, ScheduleHandler, StartCallback
 
 PROBE_MEMORY_GIB = 1.5  # a probe process with torch and MAX loaded, measured at 0.7-1.3 GiB peak
 
@@ -96,6 +92,9 @@ def run_with_patches(
     """Run the schedule, with the reruns that verify a patch and the runs a verified patch carries on as runs of it
     (one ``--jobs`` limit, one event stream: the faces hear them too). ``handlers`` hear the schedule before the
     patch runs and the faces do (the kernel's CPU-done marker)."""
+    from gpudoctor.suite.patch_runs import PatchRuns
+    from gpudoctor.suite.schedule import run_schedule
+
     patches = PatchRuns(schedule, explain=findings_of_one(environment))
     run_schedule(schedule, [*handlers, patches, faces])
     return patches
@@ -114,6 +113,8 @@ def conclude(
 
 
 def plan(options: DoctorOptions, environment: Environment, specs: Sequence[ProbeSpec]) -> list[PlannedRun]:
+    from gpudoctor.suite.plan import plan_runs
+
     return plan_runs(
         specs,
         environment,
@@ -129,7 +130,7 @@ def probe_directory(options: DoctorOptions) -> Path:
     return (options.probe_dir or default_probe_dir()).absolute()
 
 
-PlanCallback = Callable[[Environment, Sequence[PlannedRun]], None]
+PlanCallback = Callable[[Environment, Sequence["PlannedRun"]], None]
 
 
 def examine(
@@ -149,6 +150,10 @@ def examine(
         environment = collect_environment(python, cancel=cancel)
         events.planned(environment, [])
         return make_report(environment)
+    import tempfile
+
+    from gpudoctor.suite.schedule import FaceCallbacks, Schedule
+
     environment = collect_environment(python, extra_packages=subject.needs_packages, cancel=cancel)
     with tempfile.TemporaryDirectory(prefix="gpudoctor-") as scratch:
         context = RunContext(python, Path(scratch), options.jobs, events, cancel, environment)
@@ -188,6 +193,8 @@ PIN_FINDING = "pin-nearest-passing"
 
 def pin_advice(report: Report, rows: Sequence[Row], known: Iterable[str]) -> Finding | None:
     """ "What should I pin?": the nearest passing environments of the matrix on this machine, as a finding."""
+    from gpudoctor.matrix.pins import machine_timelines, pin_options
+
     options = pin_options(report, rows, known)
     if not options:
         return None
@@ -265,6 +272,8 @@ def rerun(
     given = {r.id: r for r in report.results if r.id not in again}
     if on_plan is not None:
         on_plan(report.environment, planned)
+    from gpudoctor.suite.schedule import FaceCallbacks, Schedule
+
     schedule = Schedule(planned, jobs=options.jobs, given=given, cancel=cancel)
     patches = run_with_patches(report.environment, schedule, (), FaceCallbacks(on_start, on_result))
     again_report = conclude(report.environment, patches.results(schedule), patches)

@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpudoctor.model import Environment, ProbeResult
 from gpudoctor.process.cancel import CancelScope
-from gpudoctor.suite.plan import PlannedRun
+
+if TYPE_CHECKING:  # the inventory-only run hears no plan: the suite's modules stay unimported
+    from gpudoctor.suite.plan import PlannedRun
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gpudoctor.examination import Fingerprint, RunContext
 from gpudoctor.kernelsection import KernelSection
 from gpudoctor.model import Device, Environment, ProbeResult, ProbeSpec, Report
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog
-from gpudoctor.suite.plan import PlannedRun, plan_runs
-from gpudoctor.suite.schedule import ScheduleHandler
+
+if TYPE_CHECKING:  # imported where a plan is made: the inventory-only run makes none
+    from gpudoctor.suite.plan import PlannedRun
+    from gpudoctor.suite.schedule import ScheduleHandler
 
 
 class Subject(Protocol):
@@ -86,6 +88,8 @@ class ProbeSuite:
         return self.probes()
 
     def plan(self, environment: Environment, python: str, scratch: Path) -> list[PlannedRun]:
+        from gpudoctor.suite.plan import plan_runs
+
         return plan_runs(
             self.probes(),
             environment,

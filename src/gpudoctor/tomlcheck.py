@@ -18,7 +18,11 @@ from gpudoctor.textfile import read_text
 
 def read_toml(path: Path, limit_bytes: int, error: type[GpuDoctorError] = GpuDoctorError) -> dict[str, Any]:
     """A regular file of at most ``limit_bytes``, read as UTF-8 TOML; anything else raises ``error``."""
-    text = read_text(path, limit_bytes, error)
+    return parse_toml(path, read_text(path, limit_bytes, error), error)
+
+
+def parse_toml(path: Path, text: str, error: type[GpuDoctorError] = GpuDoctorError) -> dict[str, Any]:
+    """``text``, read from ``path``, as TOML; invalid TOML raises ``error``."""
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as failure:

@@ -4,7 +4,7 @@ host compiler nvcc would run and the newest one the toolkit accepts (its host_co
 the installed torch accepts in TORCH_CUDA_ARCH_LIST (read from its cpp_extension.py, never imported).
 
 Facts for the pre-flight checks; nothing here imports torch or compiles anything (``nvcc --version`` and
-``gcc -dumpversion`` are asked, each in a few milliseconds).
+``gcc -dumpversion`` are asked, each in a few milliseconds, and their answers kept while the programs are unchanged).
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from gpudoctor.facts.answers import ask_program
 
 QUESTION_TIMEOUT_S = 10.0
 
@@ -33,12 +35,10 @@ def find_cuda_home(environ: Mapping[str, str]) -> str | None:
 
 
 def _ask(argv: list[str]) -> str | None:
-    """What the program printed (stdout then stderr), or None when it could not run or failed."""
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=QUESTION_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout + done.stderr if done.returncode == 0 else None
+    """What the program printed (stdout then stderr), or None when it could not run or failed (an answer kept from an
+    earlier run while the program is unchanged: ``answers.ask_program``)."""
+    done = ask_program(argv, QUESTION_TIMEOUT_S)
+    return done.stdout + done.stderr if done is not None and done.returncode == 0 else None
 
 
 def toolkit_root(nvcc: str) -> Path:
@@ -105,15 +105,19 @@ def build_facts(environ: Mapping[str, str], torch_folder: str | None, interprete
     nvcc = os.path.join(home, "bin", "nvcc") if home else None
     if nvcc is not None and not os.path.exists(nvcc):
         nvcc = None
-    compiler, compiler_major = host_compiler(environ)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpudoctor-nvcc") as pool:
+        release = pool.submit(nvcc_release, nvcc) if nvcc else None  # beside --dryrun, the longer question
+        newest = newest_host_gcc(nvcc) if nvcc else None
+        compiler, compiler_major = host_compiler(environ)
+        nvcc_cuda = release.result() if release else None
     path = os.pathsep.join(p for p in (interpreter_bin, environ.get("PATH")) if p)
     return {
         "cuda_home": home,
         "nvcc": nvcc,
-        "nvcc_cuda": nvcc_release(nvcc) if nvcc else None,
+        "nvcc_cuda": nvcc_cuda,
         "host_compiler": compiler,
         "host_compiler_major": compiler_major,
-        "newest_host_gcc": newest_host_gcc(nvcc) if nvcc else None,
+        "newest_host_gcc": newest,
         "ninja": shutil.which("ninja", path=path) is not None,
         "arch_names": torch_arch_names(torch_folder),
     }

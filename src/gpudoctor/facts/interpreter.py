@@ -15,7 +15,6 @@ from typing import Any
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.process.cancel import CancelScope
-from gpudoctor.process.supervise import supervise
 from gpudoctor.redact import redact_text
 
 ANSWER_LIMIT = 4 * 1024 * 1024  # the answer is the last line; more than this is not an answer
@@ -52,6 +51,8 @@ def ask(python: str, source: str, *args: str, cancel: CancelScope | None = None)
     GpuDoctorError that says what the program did instead; a cancelled ``cancel`` kills it and raises
     Cancelled.
     """
+    from gpudoctor.process.supervise import supervise  # only another interpreter is asked: not the inventory-only run
+
     owner = cancel if cancel is not None else CancelScope()
     try:
         ran = supervise(

@@ -13,16 +13,19 @@ import platform
 import shutil
 import sys
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.facts.installed import installed_versions
 from gpudoctor.facts.interpreter import ask, check_cpython
-from gpudoctor.facts.nvml import device_nodes, kernel_module_version, loaded_library_version, query_driver
+from gpudoctor.facts.nvml import NO_DRIVER, device_nodes, kernel_module_version, loaded_library_version, query_driver
 from gpudoctor.facts.stack import build_and_load_facts, device_nodes_fact, interpreter_facts
-from gpudoctor.model import Environment, Platform
+from gpudoctor.model import Driver, Environment, Platform
 from gpudoctor.process.cancel import CancelScope
 from gpudoctor.redact import redact_text
+from gpudoctor.stackfacts import DeviceNodes
 
 # Distribution names, as pip knows them, whose versions decide whether a custom op works.
 PACKAGES: tuple[str, ...] = (
@@ -214,15 +217,7 @@ def _local_stack_facts() -> dict[str, Any]:
 
 
 def _local_packages(names: tuple[str, ...]) -> dict[str, str | None]:
-    from importlib import metadata
-
-    versions: dict[str, str | None] = {}
-    for name in names:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
+    return installed_versions(names)  # importlib.metadata's answers, in one pass over sys.path
 
 
 def _remote_facts(python: str, names: tuple[str, ...], cancel: CancelScope | None = None) -> dict[str, Any]:
@@ -285,6 +280,28 @@ def collect_environment(
     """
     python = python or sys.executable
     names = PACKAGES + tuple(n for n in dict.fromkeys(extra_packages) if n not in PACKAGES)
+    # NVML's initialisation waits on the driver (tens of milliseconds on a GPU machine) with the GIL released: it
+    # runs beside the interpreter's facts and the programs the build facts ask.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpudoctor-nvml") as pool:
+        machine = pool.submit(_machine_facts)
+        environment = _interpreter_environment(python, names, cancel)
+        driver, kernel_module, nvml_library, nodes = machine.result()
+    return dataclasses.replace(
+        environment,
+        driver=driver,
+        stack=dataclasses.replace(
+            environment.stack, kernel_module=kernel_module, nvml_library=nvml_library, device_nodes=nodes
+        ),
+    )
+
+
+def _machine_facts() -> tuple[Driver, str | None, str | None, DeviceNodes]:
+    driver = query_driver()  # loads NVML's library, whose version is read from this process's maps next
+    return driver, kernel_module_version(), loaded_library_version(), device_nodes_fact(device_nodes())
+
+
+def _interpreter_environment(python: str, names: tuple[str, ...], cancel: CancelScope | None) -> Environment:
+    """The inventory without the machine's NVIDIA facts (``_machine_facts``), which ``collect_environment`` adds."""
     if is_own_interpreter(python):
         packages = _local_packages(names)
         python_version = platform.python_version()
@@ -310,18 +327,10 @@ def collect_environment(
     )
     env_vars = {name: redact_text(os.environ[name]) for name in ENV_VARS if name in os.environ}
     mojo = find_mojo_cli(python)
-    driver = query_driver()  # loads NVML's library, whose version is read from this process's maps below
-    stack = dataclasses.replace(
-        interpreter_facts(raw_stack),
-        build=build,
-        libraries=libraries,
-        kernel_module=kernel_module_version(),
-        nvml_library=loaded_library_version(),
-        device_nodes=device_nodes_fact(device_nodes()),
-    )
+    stack = dataclasses.replace(interpreter_facts(raw_stack), build=build, libraries=libraries)
     return Environment(
         platform=host,
-        driver=driver,
+        driver=Driver(status=NO_DRIVER),
         packages=packages,
         env_vars=env_vars,
         python_executable=redact_text(python),

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import platform
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+
+from gpudoctor.facts.answers import ask_program
 
 # Names looked up: what the stacks gpudoctor examines open by name (CuPy and numba-cuda by CUDA major release).
 LIBRARY_NAMES = (
@@ -24,6 +25,7 @@ LIBRARY_NAMES = (
     "libcudnn.so.8", "libcudnn.so.9", "libnvvm.so", "libnvvm.so.4",
 )  # fmt: skip
 DEFAULT_FOLDERS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64")
+LD_SO_CACHE = "/etc/ld.so.cache"  # what `ldconfig -p` lists: its answer is kept while this file is unchanged
 LDCONFIG_TIMEOUT_S = 5.0
 
 
@@ -31,11 +33,8 @@ def ld_cache() -> dict[str, str]:
     """The ld.so cache (``ldconfig -p``) as name -> path, this architecture's entries first; {} when there is no
     ldconfig (some containers, NixOS) — which is itself what the loader then does without."""
     for ldconfig in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"):
-        try:
-            listed = subprocess.run(
-                [ldconfig, "-p"], capture_output=True, text=True, timeout=LDCONFIG_TIMEOUT_S, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired):
+        listed = ask_program([ldconfig, "-p"], LDCONFIG_TIMEOUT_S, reads=[LD_SO_CACHE])
+        if listed is None:
             continue
         wanted = {"x86_64": "x86-64", "aarch64": "AArch64"}.get(platform.machine(), "")
         cache: dict[str, str] = {}

@@ -2,21 +2,23 @@
 (every distribution's Requires-Dist, its markers evaluated with that interpreter's values), importing nothing.
 
 A pure function of the facts the inventory gathered; the pre-flight rule `requirement-not-met` reports its result.
+Parsing every requirement of a large environment (several hundred distributions, thousands of requirements) costs
+tens of milliseconds, so the answer is kept in gpudoctor's cache under a hash of exactly what it was computed from
+(every distribution's name, version and requirements, the marker values), this module and packaging's version.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
-from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
-
+from gpudoctor.memo import Memo, file_identity
 from gpudoctor.stackfacts import UnmetRequirement
 
 MAX_REPORTED = 40  # an environment broken this much needs `pip check` itself, not a longer report
+CHECKED = Memo("requirements-unmet", limit=16)
 
 
 def unmet_requirements(distributions: Any, markers: Any) -> list[UnmetRequirement]:
@@ -26,6 +28,25 @@ def unmet_requirements(distributions: Any, markers: Any) -> list[UnmetRequiremen
     ``[[name, version, [requires-dist, ...]], ...]`` as the inventory read them."""
     if not isinstance(distributions, list) or not isinstance(markers, dict):
         return []
+    import packaging
+
+    try:
+        facts = json.dumps([distributions, markers], sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return _checked(distributions, markers)
+    key = [hashlib.sha256(facts.encode("utf-8", "surrogatepass")).hexdigest(), file_identity(__file__),
+           packaging.__version__]  # fmt: skip
+    kept = CHECKED.get(key)
+    if isinstance(kept, list) and all(isinstance(k, list) and len(k) == 5 for k in kept):
+        return [UnmetRequirement(*k) for k in kept]
+    unmet = _checked(distributions, markers)
+    CHECKED.put(key, [[u.package, u.version, u.requirement, u.needs, u.installed] for u in unmet])
+    return unmet
+
+
+def _checked(distributions: list[Any], markers: dict[Any, Any]) -> list[UnmetRequirement]:
+    from packaging.utils import canonicalize_name
+
     environment = {str(k): str(v) for k, v in markers.items()} | {"extra": ""}
     installed: dict[str, str] = {}
     declared: list[tuple[str, str, list[Any]]] = []
@@ -53,6 +74,11 @@ def _for_an_extra_only(text: str) -> bool:
 def _unmet(
     text: str, environment: Mapping[str, str], installed: Mapping[str, str]
 ) -> tuple[str, str, str | None] | None:
+    from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+    from packaging.version import InvalidVersion, Version
+
     if _for_an_extra_only(text):
         return None
     try:

@@ -7,8 +7,12 @@ A malformed entry is a GpuDoctorError naming the file, the entry and the field, 
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
+import json
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,13 +21,15 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 import gpudoctor.knowledge.checks  # noqa: F401 (the checks register themselves on import: the names entries use)
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.knowledge.entry import SHOWN, Before, Evidence, Explanation, InRun, Knowledge, Toolchain
+from gpudoctor.knowledge.entry import SHOWN, Before, Evidence, Explanation, InRun, Knowledge, Pattern, Toolchain
 from gpudoctor.knowledge.registry import REGISTRY
 from gpudoctor.knowledge.schema import BeforeShape, FileShape, InRunShape, IssueShape, ToolchainShape, ValidationError
 from gpudoctor.knowledge.schema import convert as convert_shape
 from gpudoctor.knowledge.text import placeholders
+from gpudoctor.memo import Memo
 from gpudoctor.model import Outcome, Severity
-from gpudoctor.tomlcheck import read_toml
+from gpudoctor.textfile import read_text
+from gpudoctor.tomlcheck import parse_toml
 
 HERE = Path(__file__).parent
 # Known failures first, then what the inventory alone shows, then the classes of failure: findings keep this order,
@@ -31,17 +37,35 @@ HERE = Path(__file__).parent
 SHIPPED = (HERE / "known_issues.toml", HERE / "environment.toml", HERE / "mechanisms.toml")
 MAX_FILE_BYTES = 1024 * 1024
 _CHOICES = {"severity": tuple(s.value for s in Severity), "outcome": tuple(o.value for o in Outcome)}
+# Files that loaded, parsed (TOML is most of the cost: 20 ms of 45) and with every regex compiled under this Python,
+# keyed by their texts' hashes: a warm run parses JSON instead and compiles a pattern when it is first searched with.
+LOADED = Memo("knowledge-parsed", limit=4)
 
 
 @functools.cache
 def load_knowledge(paths: tuple[Path, ...] = SHIPPED) -> Knowledge:
     """Every entry and toolchain of ``paths``, validated, read once per process for the same files."""
-    files = [(path, _shape(path)) for path in paths]
-    toolchains = tuple(_toolchain(f"{path}: toolchain #{n + 1}", t) for path, shape in files
+    texts = [read_text(path, MAX_FILE_BYTES) for path in paths]
+    key = [[hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() for text in texts], sys.version]
+    kept = LOADED.get(key)
+    parsed = kept if isinstance(kept, list) and len(kept) == len(paths) else None
+    data = parsed if parsed is not None else [parse_toml(path, text) for path, text in zip(paths, texts, strict=True)]
+    knowledge = _knowledge(paths, data, compile_patterns=parsed is None)
+    if parsed is None:
+        with contextlib.suppress(
+            TypeError, ValueError
+        ):  # a TOML date has no JSON form: such files are parsed each time
+            LOADED.put(key, json.loads(json.dumps(data)))
+    return knowledge
+
+
+def _knowledge(paths: tuple[Path, ...], data: list[Any], *, compile_patterns: bool) -> Knowledge:
+    files = [(path, _shape(path, document)) for path, document in zip(paths, data, strict=True)]
+    toolchains = tuple(_toolchain(f"{path}: toolchain #{n + 1}", t, compile_patterns) for path, shape in files
                        for n, t in enumerate(shape.toolchain))  # fmt: skip
     known = {t.id for t in toolchains}
     entries = tuple(
-        _entry(f"{path}: issue #{n + 1} ({issue.id})", issue, known)
+        _entry(f"{path}: issue #{n + 1} ({issue.id})", issue, known, compile_patterns)
         for path, shape in files
         for n, issue in enumerate(shape.issue)
     )
@@ -52,8 +76,9 @@ def load_knowledge(paths: tuple[Path, ...] = SHIPPED) -> Knowledge:
     return Knowledge(entries, toolchains)
 
 
-def _shape(path: Path) -> FileShape:
-    data = read_toml(path, MAX_FILE_BYTES)
+def _shape(path: Path, data: Any) -> FileShape:
+    if not isinstance(data, dict):
+        raise GpuDoctorError(f"{path}: not valid TOML")
     try:
         return convert_shape(data)
     except ValidationError as error:
@@ -90,19 +115,23 @@ def _one_line(message: str, data: Mapping[str, Any]) -> str:
     return ": ".join([*parts, said])
 
 
-def _patterns(where: str, texts: Iterable[str]) -> tuple[re.Pattern[str], ...]:
+def _patterns(where: str, texts: Iterable[str], compile_now: bool) -> tuple[Pattern, ...]:
+    """The patterns, each compiled here to check it unless these very files were checked before (``LOADED``)."""
+    patterns = tuple(Pattern(text) for text in texts)
     try:
-        return tuple(re.compile(text) for text in texts)
+        for pattern in patterns if compile_now else ():
+            pattern.compiled  # noqa: B018 (compiled and kept: an invalid one is an error of the file now)
     except re.error as error:
         raise GpuDoctorError(f"{where} is not a valid regex: {error}") from None
+    return patterns
 
 
-def _toolchain(where: str, shape: ToolchainShape) -> Toolchain:
-    return Toolchain(shape.id, shape.name, _patterns(f"{where}: field 'evidence'", shape.evidence),
+def _toolchain(where: str, shape: ToolchainShape, compile_now: bool) -> Toolchain:
+    return Toolchain(shape.id, shape.name, _patterns(f"{where}: field 'evidence'", shape.evidence, compile_now),
                      tuple(shape.probes_needing))  # fmt: skip
 
 
-def _entry(where: str, issue: IssueShape, toolchains: set[str]) -> Explanation:
+def _entry(where: str, issue: IssueShape, toolchains: set[str], compile_now: bool) -> Explanation:
     for key in ("id", "title", "explanation", "fix"):
         text = getattr(issue, key)
         if not text.strip():
@@ -130,7 +159,7 @@ def _entry(where: str, issue: IssueShape, toolchains: set[str]) -> Explanation:
     for name in predicates:
         if name not in checks or checks[name].report is None:
             raise GpuDoctorError(f"{where}: field 'predicates' names unknown predicate {name!r}")
-    in_run = _in_run(where, issue.in_run, toolchains) if issue.in_run else None
+    in_run = _in_run(where, issue.in_run, toolchains, compile_now) if issue.in_run else None
     before = _before(where, issue.before) if issue.before else None
     if (
         before is None
@@ -145,7 +174,7 @@ def _entry(where: str, issue: IssueShape, toolchains: set[str]) -> Explanation:
     )  # fmt: skip
 
 
-def _in_run(where: str, shape: InRunShape, toolchains: set[str]) -> InRun:
+def _in_run(where: str, shape: InRunShape, toolchains: set[str], compile_now: bool) -> InRun:
     if shape.evidence and shape.patterns:
         raise GpuDoctorError(f"{where}: give 'evidence' (signs in named probes) or 'patterns' (any run), not both")
     named = [*shape.toolchains, *filter(None, (shape.toolchain, shape.implied))]
@@ -157,13 +186,13 @@ def _in_run(where: str, shape: InRunShape, toolchains: set[str]) -> InRun:
         here = f"{where}: evidence #{n + 1}"
         if not item.probe.strip():
             raise GpuDoctorError(f"{here}: field 'probe' must be a non-empty string")
-        pattern = _patterns(f"{here}: field 'pattern'", [item.pattern] if item.pattern else ())
+        pattern = _patterns(f"{here}: field 'pattern'", [item.pattern] if item.pattern else (), compile_now)
         evidence.append(Evidence(item.probe, item.outcome, item.signal, pattern[0] if pattern else None,
                                  dict(item.detail)))  # fmt: skip
     return InRun(
         evidence=tuple(evidence), toolchain=shape.toolchain,
-        patterns=_patterns(f"{where}: field 'patterns'", shape.patterns),
-        unless=_patterns(f"{where}: field 'unless'", shape.unless),
+        patterns=_patterns(f"{where}: field 'patterns'", shape.patterns, compile_now),
+        unless=_patterns(f"{where}: field 'unless'", shape.unless, compile_now),
         toolchains=tuple(shape.toolchains), implied=shape.implied, unexplained=shape.unexplained,
     )  # fmt: skip
 

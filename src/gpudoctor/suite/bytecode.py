@@ -17,18 +17,12 @@ import sys
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
-CACHE_DIR_ENV = "GPUDOCTOR_CACHE_DIR"
+from gpudoctor.memo import CACHE_DIR_ENV as CACHE_DIR_ENV  # the folder is the memo's; named here as before
+from gpudoctor.memo import cache_dir as cache_dir
+
 NO_BYTECODE_ENV = "PYTHONDONTWRITEBYTECODE"
 PYCACHE_PREFIX_ENV = "PYTHONPYCACHEPREFIX"
 PYCACHE_FOLDER = "pycache"
-
-
-def cache_dir() -> Path:
-    """$GPUDOCTOR_CACHE_DIR, else $XDG_CACHE_HOME/gpudoctor, else ~/.cache/gpudoctor."""
-    explicit = os.environ.get(CACHE_DIR_ENV)
-    if explicit:
-        return Path(explicit)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpudoctor"
 
 
 def bytecode_prefix() -> Path:

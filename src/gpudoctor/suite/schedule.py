@@ -52,13 +52,16 @@ def _shortened(text: str) -> str:
     return first if len(first) <= OWN_REASON_CHARS else first[: OWN_REASON_CHARS - 1] + "…"
 
 
-def start_order(run: PlannedRun, expected: Mapping[str, float]) -> tuple[int, float]:
+def start_order(run: PlannedRun, expected: Mapping[str, float]) -> tuple[int, float, float]:
     """Sort key of a run's start: runs with no learned duration first (a new probe, a first run on this machine,
     a run that did not end last time: each may be long), later stages first among them (they build on more:
-    MAX's compiles come in stages 3 and 4); then the others, longest expected (``expected``: seconds per run
-    id, from earlier runs) first."""
+    MAX's compiles come in stages 3 and 4), and within a stage the longer time limit first (the catalog gives the
+    compiling probes more: cpp-extension's 600 s against max-import's 180 s, so a first run on 16 CPUs no longer
+    queues the extension build behind the imports); then the others, longest expected (``expected``: seconds per
+    run id, from earlier runs) first."""
     learned = expected.get(run.run_id)
-    return (0, -float(run.invocation.spec.stage)) if learned is None else (1, -learned)
+    spec = run.invocation.spec
+    return (0, -float(spec.stage), -spec.timeout_s) if learned is None else (1, -learned, 0.0)
 
 
 @dataclass(frozen=True)

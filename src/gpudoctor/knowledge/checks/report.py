@@ -117,20 +117,22 @@ def reproducer_host_indexing(report: Report) -> list[PredicateEvidence]:
 def reproducer_instruments_located(report: Report) -> list[PredicateEvidence]:
     """`gpudoctor run` on a GPU: what the synchronous rerun and compute-sanitizer said about the failing command,
     when they named something (a raising line, a kernel's error)."""
-    from gpudoctor.instruments.explain import instrument_lines
-
     result = report.result(RUN_ID)
     if result is None:
         return []
+    from gpudoctor.instruments.explain import instrument_lines
+
     return [(line, result.id) for line in instrument_lines(result.details)]
 
 
 def _controls(report: Report) -> list[ProbeResult]:
     """gpudoctor's own probes run on the GPU beside a failing command whose fault the instruments located."""
+    command = report.result(RUN_ID)
+    if command is None or not command.outcome.is_problem:
+        return []
     from gpudoctor.instruments.explain import instrument_lines
 
-    command = report.result(RUN_ID)
-    if command is None or not command.outcome.is_problem or not instrument_lines(command.details):
+    if not instrument_lines(command.details):
         return []
     return [r for r in report.results if r.id != RUN_ID and r.device is Device.CUDA]
 
@@ -190,11 +192,11 @@ MAX_SOURCE_EVIDENCE = 12
 def kernel_source_rejected(report: Report) -> list[PredicateEvidence]:
     """Lines of the user's package that the installed MAX does not accept (the version-aware source check),
     and the compiler diagnostics they explain."""
+    if not report.kernel or "source" not in report.kernel:
+        return []
     from gpudoctor.kernel.source.check import from_dict, translate
     from gpudoctor.kernel.source.render import run_there_command
 
-    if not report.kernel or "source" not in report.kernel:
-        return []
     check = from_dict(report.kernel["source"])
     version = check.installed.get("max")
     rejected = [h for h in check.rejected() if h.rule.package == "max"]
