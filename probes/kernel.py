@@ -11,6 +11,7 @@ import os
 import time
 
 from _harness import CheckFailed, run_probe
+from _outputs import fill_value, gather, judge
 from _maxsupport import (
     compile_diagnostics,
     first_compiler_error,
@@ -155,45 +156,6 @@ def output_label(call, index, tensor):
     return "%s output %d (%s%s)" % (describe(call), index, call["outputs"][index]["dtype"], list(tensor.shape))
 
 
-def fill_value(torch, dtype):
-    """What outputs hold before the call, so that an output the kernel never writes is seen: NaN for floats,
-    the smallest value for integers; None for bool (no value is unlikely there)."""
-    if dtype.is_floating_point:
-        return float("nan")
-    if dtype == torch.bool:
-        return None
-    return torch.iinfo(dtype).min
-
-
-def unwritten(torch, tensor, fill):
-    """How many elements still hold the fill value."""
-    if fill is None:
-        return 0
-    if tensor.dtype.is_floating_point:
-        return int(torch.isnan(tensor).sum())
-    return int((tensor == fill).sum())
-
-
-def sanity(torch, call, inputs, outputs):
-    """What can be said of a result with nothing to compare it with: (detail, sentence) for the first output
-    that looks wrong, or None. Never written (still the fill value) or all zeros from inputs that are not."""
-    inputs_nonzero = any(bool((t != 0).any()) for t in inputs)
-    for index, tensor in enumerate(outputs):
-        what = output_label(call, index, tensor)
-        fill = fill_value(torch, tensor.dtype)
-        left = unwritten(torch, tensor, fill)
-        if left == tensor.numel():
-            return "output_unwritten", "%s was never written: every element still holds %r, the value gpudoctor " \
-                "filled it with before the call" % (what, fill)
-        if left:
-            return "output_unwritten", "%s: %d of %d elements still hold %r, the value gpudoctor filled it with " \
-                "before the call (not written, or the kernel computed %r there)" % (what, left, tensor.numel(), fill, fill)
-        if tensor.dtype != torch.bool and inputs_nonzero and tensor.numel() > 1 and not bool((tensor != 0).any()):
-            return "output_all_zero", "%s is all zeros though the inputs are not: the kernel looks like it " \
-                "computed nothing (if zeros are right, give a reference to check against)" % what
-    return None
-
-
 def reference_outputs(ctx, torch, call, cpu_inputs):
     """The user's expected outputs for this call, computed on the CPU (``cpu_inputs``: the call's inputs there),
     or None when the call gives no reference."""
@@ -251,7 +213,7 @@ def check_against(ctx, torch, call, outputs, expected, against, previous=None):
         )
 
 
-def call_op(ctx, torch, op, call, inputs, device, start, before=None):
+def call_op(ctx, torch, op, call, inputs, device, start, before=None, note=""):
     """Call ``op`` once on outputs that start as ``start``: "marker" (NaN, or the smallest integer), "zeros", or
     "before" (a copy of ``before``, an earlier result): its outputs, on the CPU."""
     outputs = []
@@ -267,70 +229,12 @@ def call_op(ctx, torch, op, call, inputs, device, start, before=None):
             tensor.zero_()
         outputs.append(tensor)
     label = {"marker": "", "zeros": " again (outputs zeroed)", "before": " again (outputs holding its result)"}[start]
-    ctx.step("call %s on %s%s" % (describe(call), device, label))
+    ctx.step("call %s%s on %s%s" % (describe(call), note, device, label))
     op(*outputs, *inputs)
     if device == "cuda":
         ctx.step("synchronize after %s on cuda" % describe(call))
         torch.cuda.synchronize()
     return [t.detach().to("cpu") for t in outputs]
-
-
-def _same(torch, a, b):
-    if a.dtype.is_floating_point:
-        return bool(torch.isclose(a.to(torch.float64), b.to(torch.float64), rtol=1e-6, atol=0, equal_nan=True).all())
-    return bool(torch.equal(a, b))
-
-
-REPEATS = ("zeros", "before", "zeros", "before", "zeros")
-
-
-def _accumulated(torch, a, b):
-    """The whole-number factor (2, 3, ...) by which ``a`` is ``b`` added to itself in at least half of the elements
-    where ``b`` is not 0, else None: an output added into more than once (MAX 26.7's CPU path can hand back a buffer
-    partly reused, so not every element need show it)."""
-    a, b = a.to(torch.float64).flatten(), b.to(torch.float64).flatten()
-    keep = torch.isfinite(a) & torch.isfinite(b) & (b != 0)
-    if int(keep.sum()) == 0:
-        return None
-    ratios = a[keep] / b[keep]
-    whole = torch.isclose(ratios, ratios.round(), rtol=0, atol=1e-6) & (ratios.round() >= 2)
-    if int(whole.sum()) * 2 < int(keep.sum()):
-        return None
-    return int(ratios[whole].round().mode().values)
-
-
-def repeat_check(ctx, torch, op, call, inputs, device, first):
-    """The same call again on the same inputs, on outputs that start zeroed or holding the result before. A kernel
-    gives the same output each time; one that reads its output before writing it (accumulates into it) gives more:
-    at once where the kernel sees the caller's output (a GPU), and where it sees a buffer of MAX's own that is
-    copied back (MAX 26.7's CPU path: the caller's marker never reaches it) as soon as MAX hands it a buffer that
-    held an earlier result — seen here by the third or fourth call, hence several."""
-    results = [first]
-    for start in REPEATS:
-        results.append(call_op(ctx, torch, op, call, inputs, device, start, results[-1]))
-    zeroed = results[1]
-    for index in range(len(first)):
-        seen = [r[index] for r in results]
-        later_agree = all(_same(torch, seen[1], later) for later in seen[2:])
-        if later_agree and _same(torch, seen[0], seen[1]):
-            continue
-        what = output_label(call, index, seen[1])
-        factors = [f for f in (_accumulated(torch, later, zeroed[index]) for later in seen[2:]) if f]
-        factors += [f for f in (_accumulated(torch, seen[1], seen[0]),) if f]
-        if factors:
-            ctx.detail("accumulates_into_output", True)
-            raise CheckFailed(
-                "%s accumulates into its output: called again on the same inputs, it gave %d times the result "
-                "(the kernel reads its output before writing it, `+=` without zeroing it first)" % (what, factors[0])
-            )
-        if later_agree and unwritten(torch, seen[0], fill_value(torch, seen[0].dtype)):
-            continue  # what the output held shows through where the kernel does not write: the marker check says so
-        ctx.detail("not_repeatable", True)
-        raise CheckFailed(
-            "%s is not the same for the same inputs: the output's starting content, or an earlier call, changes the "
-            "result (the kernel reads its output or memory it did not write), or the kernel is not deterministic"
-            % what
-        )
 
 
 def wait_for_cpu(ctx, marker):
@@ -386,17 +290,29 @@ def main(ctx):
         if call.get("parameters"):
             op = op[call["parameters"]]
         outputs = call_op(ctx, torch, op, call, inputs, device, "marker")
-        repeat_check(ctx, torch, op, call, inputs, device, outputs)
         results.append(outputs)
         cpu_inputs = [t.detach().to("cpu") for t in inputs]
+
+        def again(these, start, before, op=op, call=call, inputs=inputs):
+            note = "" if these is inputs else " with other input values"
+            return call_op(ctx, torch, op, call, these, device, start, before, note)
+
+        evidence = gather(torch, again, inputs, outputs)
+        inputs_nonzero = any(bool((t != 0).any()) for t in cpu_inputs)
+        label = lambda index, tensor, call=call: output_label(call, index, tensor)  # noqa: E731
+        found = judge(torch, evidence, label, bool(call.get("reference")), device, inputs_nonzero)
+        if found is not None:
+            ctx.detail(found.detail, True)
+            if found.fatal:
+                raise CheckFailed(found.sentence)
+            if suspect is None:
+                suspect = (found.detail, found.sentence)
         expected = reference_outputs(ctx, torch, call, cpu_inputs)
         if expected is not None:
             ctx.step("check %s against the reference" % describe(call))
             previous = (describe(calls[call_index - 1]), results[call_index - 1]) if call_index else None
             check_against(ctx, torch, call, outputs, expected, "reference", previous)
             checked.append("reference")
-        elif suspect is None:
-            suspect = sanity(torch, call, cpu_inputs, outputs)
     if options.save:
         # Saved before this run's own verdict, with that verdict: a GPU run compares with it only if it looks right.
         ctx.step("save the results to %s" % os.path.basename(options.save))
@@ -405,7 +321,6 @@ def main(ctx):
         torch.save({"results": results, "suspect": suspect[1] if suspect else None}, partial)
         os.replace(partial, options.save)
     if suspect is not None:
-        ctx.detail(suspect[0], True)
         raise CheckFailed(suspect[1])
     compared, cpu_suspect = False, None
     unchecked = [i for i, c in enumerate(calls) if not c.get("reference")]

@@ -1,0 +1,1 @@
+# A package whose op never writes its output (a deliberate bug, issue 39).
