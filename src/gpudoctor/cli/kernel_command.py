@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--timeout", type=seconds, metavar="S", help="limit for each run (default 600)")
     parser.add_argument(
+        "--sanitize",
+        action="store_true",
+        help="on a GPU, also run the kernel and the control once each under compute-sanitizer (memcheck, initcheck)",
+    )
+    parser.add_argument(
         "--probes", type=existing_folder, metavar="DIR", help="a folder of probes with its catalog.toml"
     )
     add_report_file_arguments(parser)
@@ -119,7 +124,12 @@ def run(argv: Sequence[str]) -> int:
     options = build_parser().parse_args(argv)
     devices = tuple(Device(d) for d in options.device) if options.device else None
     subject = KernelPackage.load(
-        options.package, requests(options), probe_dir=options.probes, devices=devices, timeout_s=options.timeout
+        options.package,
+        requests(options),
+        probe_dir=options.probes,
+        devices=devices,
+        timeout_s=options.timeout,
+        sanitize=options.sanitize,
     )
     doctor_options = DoctorOptions(python=options.python, jobs=options.jobs or default_jobs())
     events = Events(result=progress if wants_progress(options) else None)

@@ -27,6 +27,16 @@ class Instrument(enum.StrEnum):
     INITCHECK = "initcheck"
 
 
+class SanitizerDetail:
+    """The details an instrumented run carries (`gpudoctor kernel --sanitize`; declared in the catalog for the kernel
+    and control probes)."""
+
+    TOOL = "sanitizer"  # memcheck, initcheck
+    ERRORS = "sanitizer_errors"  # how many errors it counted
+    FOUND = "sanitizer_found"  # one line per distinct cause, in the user's words
+    CAUGHT = "sanitizer_caught"  # True when it counted any
+
+
 @dataclass(frozen=True)
 class InstrumentedRun:
     instrument: Instrument

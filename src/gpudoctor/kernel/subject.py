@@ -118,6 +118,7 @@ class KernelPackage:
     probe_dir: Path | None = None
     devices: tuple[Device, ...] | None = None
     timeout_s: float | None = None
+    sanitize: bool = False  # also run the kernel and the control once each under compute-sanitizer on a GPU
     title: str = field(default="your kernel", init=False)
     records_matrix_row: bool = field(default=False, init=False)  # a user's kernel says nothing about the stack's row
 
@@ -130,6 +131,7 @@ class KernelPackage:
         probe_dir: Path | None = None,
         devices: Sequence[Device] | None = None,
         timeout_s: float | None = None,
+        sanitize: bool = False,
     ) -> KernelPackage:
         """Check the path, scan the package and resolve the calls against it: usage errors before anything runs."""
         package = check_package_path(package)
@@ -142,6 +144,7 @@ class KernelPackage:
             probe_dir=probe_dir,
             devices=tuple(devices) if devices else None,
             timeout_s=timeout_s,
+            sanitize=sanitize,
         )
 
     @property
@@ -203,7 +206,21 @@ class KernelPackage:
         return (CpuRunEnded(cpu_done_marker(context.scratch)),)
 
     def run_own(self, context: RunContext) -> tuple[ProbeResult, ...]:
-        return ()
+        """With ``sanitize``: the kernel's and the control's GPU runs (the first GPU's) once more each under
+        compute-sanitizer, after the plan's runs (gpudoctor.kernel.sanitize)."""
+        if not self.sanitize or not self.calls or context.environment is None:
+            return ()
+        if self.devices and Device.CUDA not in self.devices:
+            return ()
+        from gpudoctor.kernel.sanitize import sanitize
+
+        gpu_runs = [p.invocation for p in self.plan(context.environment, context.python, context.scratch)
+                    if p.invocation.device is Device.CUDA]  # fmt: skip
+        first = [i for i in gpu_runs if i.gpu_label == gpu_runs[0].gpu_label] if gpu_runs else []
+        results = sanitize(first, context.environment, dict(os.environ), context.scratch, context.cancel)
+        for result in results:
+            context.events.ended(result)
+        return results
 
     def concluded(self, report: Report) -> Report:
         return report
@@ -218,6 +235,7 @@ class KernelPackage:
                 "timeout_s": self.timeout_s,
                 "kernel": str(self.package),
                 "kernel_calls": [repr(r) for r in self.requests],
+                "sanitize": self.sanitize,
             }
         )
 

@@ -55,14 +55,19 @@ class ProbeInvocation:
     # Which reserved temporary folder (and so which warm MAX cache) the run may reuse: runs of the same probe
     # with the same MAX share one, whichever interpreter (a sweep's cells); by default, the interpreter.
     cache_key: str | None = None
+    # An instrument the probe runs under (`gpudoctor kernel --sanitize`): its command line before the probe's, and
+    # its name after the run id ("kernel/cuda+memcheck").
+    wrapper: tuple[str, ...] = ()
+    variant: str | None = None
 
     @property
     def run_id(self) -> str:
         run_id = self.spec.run_id(self.device)
-        return f"{run_id}:{self.gpu_label}" if self.gpu_label is not None else run_id
+        run_id = f"{run_id}:{self.gpu_label}" if self.gpu_label is not None else run_id
+        return f"{run_id}+{self.variant}" if self.variant else run_id
 
     def argv(self) -> list[str]:
-        argv = [self.python, "-X", "faulthandler", str(self.probe_dir / self.spec.script)]
+        argv = [*self.wrapper, self.python, "-X", "faulthandler", str(self.probe_dir / self.spec.script)]
         if self.device is not Device.NONE:
             argv += ["--device", self.device.value]
         return argv + list(self.spec.args)

@@ -228,3 +228,54 @@ def kernel_source_rejected(report: Report) -> list[PredicateEvidence]:
     if command:
         evidence.append((f"to run it on the release it was written for: {command}", None))
     return list(dict.fromkeys(evidence))
+
+
+def _sanitized(report: Report, probe: str) -> list[ProbeResult]:
+    """`gpudoctor kernel --sanitize`: the runs of ``probe`` under compute-sanitizer that it judged."""
+    from gpudoctor.instruments.reruns import SanitizerDetail
+
+    return [r for r in report.results if r.probe == probe and SanitizerDetail.ERRORS in r.details]
+
+
+@predicate("kernel_sanitizer_caught")
+def kernel_sanitizer_caught(report: Report) -> list[PredicateEvidence]:
+    """What compute-sanitizer named in the user's kernel, one line per distinct cause."""
+    from gpudoctor.instruments.reruns import SanitizerDetail
+
+    return [
+        (f"compute-sanitizer {r.details[SanitizerDetail.TOOL]}: {line}", r.id)
+        for r in _sanitized(report, KERNEL_PROBE)
+        if r.details.get(SanitizerDetail.CAUGHT)
+        for line in r.details.get(SanitizerDetail.FOUND) or [f"{r.details[SanitizerDetail.ERRORS]} errors"]
+    ]
+
+
+@predicate("kernel_sanitizer_control_clean")
+def kernel_sanitizer_control_clean(report: Report) -> list[PredicateEvidence]:
+    """The control kernel ran clean under every instrument that caught something in the user's kernel."""
+    from gpudoctor.instruments.reruns import SanitizerDetail
+
+    caught = {
+        r.details[SanitizerDetail.TOOL]
+        for r in _sanitized(report, KERNEL_PROBE)
+        if r.details.get(SanitizerDetail.CAUGHT)
+    }
+    controls = {r.details[SanitizerDetail.TOOL]: r for r in _sanitized(report, CONTROL_PROBE)}
+    if not caught or not caught <= set(controls):
+        return []
+    if any(controls[tool].outcome is not Outcome.PASS for tool in caught):
+        return []
+    return [(f"{controls[tool].id}: {controls[tool].summary}", controls[tool].id) for tool in sorted(caught)]
+
+
+@predicate("kernel_sanitizer_control_dirty")
+def kernel_sanitizer_control_dirty(report: Report) -> list[PredicateEvidence]:
+    """The control kernel is not clean under an instrument: what it names there may be the stack's, not the kernel's."""
+    from gpudoctor.instruments.reruns import SanitizerDetail
+
+    return [
+        (f"{r.id}: {line}", r.id)
+        for r in _sanitized(report, CONTROL_PROBE)
+        if r.details.get(SanitizerDetail.CAUGHT)
+        for line in r.details.get(SanitizerDetail.FOUND) or [r.summary]
+    ]
