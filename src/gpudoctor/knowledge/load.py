@@ -164,7 +164,7 @@ def _entry(where: str, issue: IssueShape, toolchains: set[str], compile_now: boo
     if (
         before is None
         and not predicates
-        and not (in_run and (in_run.evidence or in_run.patterns or in_run.unexplained))
+        and not (in_run and (in_run.evidence or in_run.patterns or in_run.unexplained or in_run.located))
     ):
         raise GpuDoctorError(f"{where}: needs at least one 'evidence' item, pattern, predicate or check")
     return Explanation(
@@ -194,6 +194,7 @@ def _in_run(where: str, shape: InRunShape, toolchains: set[str], compile_now: bo
         patterns=_patterns(f"{where}: field 'patterns'", shape.patterns, compile_now),
         unless=_patterns(f"{where}: field 'unless'", shape.unless, compile_now),
         toolchains=tuple(shape.toolchains), implied=shape.implied, unexplained=shape.unexplained,
+        located=shape.located,
     )  # fmt: skip
 
 

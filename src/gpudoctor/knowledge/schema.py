@@ -51,6 +51,7 @@ class InRunShape:
     toolchains: tuple[str, ...] = ()
     implied: str | None = None
     unexplained: bool = False
+    located: bool = False
 
 
 @dataclass(frozen=True)
