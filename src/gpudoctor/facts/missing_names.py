@@ -24,7 +24,7 @@ from packaging.version import InvalidVersion, Version
 
 from gpudoctor.facts.distributions import Distribution, Environment
 from gpudoctor.facts.interpreter import search_path
-from gpudoctor.facts.pysource import close_names, find_name, modules_ending, module_file, names_of, submodules
+from gpudoctor.facts.pysource import close_names, find_name, module_file, modules_ending, names_of, submodules
 from gpudoctor.model import ProbeResult
 from gpudoctor.process.cancel import CancelScope
 from gpudoctor.redact import redact_text
@@ -56,9 +56,7 @@ class MissingName:
 def missing_name(text: str) -> MissingName | None:
     """The last missing name ``text`` reports (the exception a traceback ends in), with the frames before it."""
     text = text[-MAX_TEXT:]
-    found = None
-    for found in _MISSING.finditer(text):
-        pass
+    found = next(reversed(list(_MISSING.finditer(text))), None)
     if found is None:
         return None
     if found["import"]:
@@ -182,7 +180,8 @@ def look_up(
     asker = _asker(env, missing, provider, wanted, markers)
     if asker is not None:
         detail["asker"] = asker
-    return _redacted(detail)
+    redacted: dict[str, Any] = _redacted(detail)
+    return redacted
 
 
 def _redacted(value: Any) -> Any:
