@@ -161,3 +161,22 @@ def test_the_lookup_reads_only_files_and_stops_at_its_limits(
     capped = look_up(missing_name(text), env, {})  # type: ignore[arg-type]
     assert capped["searched"] == {"files": 1, "capped": True}
     assert not [m for m in sys.modules if m.split(".")[0] in ("newdist", "olddep")]  # read, never imported
+
+
+def test_a_probe_that_fails_on_a_moved_name_gets_the_lookup_too(environment: Path, tmp_path: Path) -> None:
+    probes = Path(__file__).resolve().parent.parent / "probes"
+    (tmp_path / "catalog.toml").write_text(
+        '[[probe]]\nid = "imports-old"\nscript = "imports_old.py"\ntitle = "imports olddep.helpers"\nstage = 0\n'
+    )
+    (tmp_path / "imports_old.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(probes)!r})\nfrom _harness import run_probe\n\n\n"
+        "def main(ctx):\n    ctx.step('import olddep.helpers')\n    import olddep.helpers\n\n\n"
+        "run_probe('imports-old', main, devices=())\n"
+    )
+    python = str(environment / "venv" / "bin" / "python")
+    completed = run_cli("--json", "--probes", str(tmp_path), "--python", python, timeout=300)
+    assert completed.returncode == 1, completed.stderr
+    finding = _located(json.loads(completed.stdout))
+    assert finding["runs"] == ["imports-old"]
+    assert "newdist 2.0 has it in newdist.legacy.tools" in finding["title"]
+    assert "olddep 1.0 declares newdist==1.0 (newdist 2.0 is installed: not met)" in finding["evidence"]
