@@ -3,8 +3,8 @@ looked up in the examined interpreter's environment by reading files only: which
 lives in it now (another module, a close name), and which installed package's code asked for it (the traceback's
 innermost frame that is not M's own) with what that package declares for M's distribution.
 
-The lookup is a run's detail (``LOOKUP_DETAIL``), so a report keeps it and the knowledge (knowledge.located) reads it
-as a pure function of the report.
+The lookup is a run's detail (``protocol.MISSING_NAME_DETAIL``), so a report keeps it and the knowledge
+(knowledge.located) reads it as a pure function of the report.
 """
 
 from __future__ import annotations
@@ -27,9 +27,8 @@ from gpudoctor.facts.interpreter import search_path
 from gpudoctor.facts.pysource import close_names, find_name, module_file, modules_ending, names_of, submodules
 from gpudoctor.model import ProbeResult
 from gpudoctor.process.cancel import CancelScope
+from gpudoctor.protocol import MISSING_NAME_DETAIL
 from gpudoctor.redact import redact_text
-
-LOOKUP_DETAIL = "missing_name"  # the run's detail that holds the lookup
 
 IMPORT_NAME, ATTRIBUTE, MODULE = "import-name", "attribute", "module"
 _MISSING = re.compile(
@@ -148,7 +147,7 @@ def look_up(
     markers: Mapping[str, str],
     aliases: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
-    """What the environment says of ``missing`` (the run's LOOKUP_DETAIL). ``aliases``: an import name -> the
+    """What the environment says of ``missing`` (the run's MISSING_NAME_DETAIL). ``aliases``: an import name -> the
     distributions that install it, where the names differ (cv2 -> opencv-python)."""
     top = missing.module.split(".", 1)[0]
     providers = env.providers(top)
@@ -219,5 +218,5 @@ def with_lookups(
     done = list(results)
     for n, missing in wanted:
         lookup = look_up(missing, env, asked[1], aliases)
-        done[n] = dataclasses.replace(done[n], details={**done[n].details, LOOKUP_DETAIL: lookup})
+        done[n] = dataclasses.replace(done[n], details={**done[n].details, MISSING_NAME_DETAIL: lookup})
     return tuple(done)

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpudoctor.facts.missing_names import ATTRIBUTE, IMPORT_NAME, LOOKUP_DETAIL
+from gpudoctor.facts.missing_names import ATTRIBUTE, IMPORT_NAME
 from gpudoctor.model import ProbeResult
+from gpudoctor.protocol import MISSING_NAME_DETAIL
 from gpudoctor.tomlcheck import read_toml
 
 IMPORT_NAMES = Path(__file__).with_name("import_names.toml")
@@ -127,7 +128,7 @@ def _install(broken: dict[str, Any] | None, detail: dict[str, Any], asker: dict[
 
 def located(result: ProbeResult) -> Located | None:
     """The texts of ``result``'s lookup, or None when it carries none."""
-    detail = _dict(result.details.get(LOOKUP_DETAIL))
+    detail = _dict(result.details.get(MISSING_NAME_DETAIL))
     if not detail.get("kind") or not detail.get("name"):
         return None
     kind, name, module = str(detail["kind"]), str(detail["name"]), str(detail.get("module"))
