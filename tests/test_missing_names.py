@@ -127,6 +127,8 @@ def test_a_module_no_distribution_provides(environment: Path) -> None:
     assert finding["fix"] == "pip install opencv-python (the distribution that installs cv2)."
     finding = _located(_run(environment, "import frobnicator\n"))  # no table row, no declaration: no guess
     assert "pip install" not in finding["fix"]
+    ids = {f["id"] for f in _run(environment, "import setuptools\n")["findings"]}  # the venv has none
+    assert "cpp-extension-needs-setuptools-cpp-extension" in ids and LOCATED not in ids  # a class that says more
 
 
 MAX_PYTHON = Path(sys.executable)

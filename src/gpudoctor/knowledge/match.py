@@ -188,11 +188,17 @@ def match_findings(report: Report, entries: Knowledge | Iterable[Explanation] | 
 
 def _located_findings(report: Report, knowledge: Knowledge, known: set[str]) -> list[Finding]:
     """The ``located`` entry for the failing runs that missed a name the environment was searched for
-    (knowledge.located) and no known issue names: one finding, its texts from the first run's lookup."""
+    (knowledge.located), no known issue names and no general entry but those it stands in for matches: one finding,
+    its texts from the first run's lookup."""
     entry = next((e for e in knowledge if e.in_run is not None and e.in_run.located), None)
+    if entry is None or entry.in_run is None:
+        return []
+    replaced = set(entry.in_run.instead_of)
+    others = [e.in_run for e in knowledge if e.in_run and e.in_run.patterns and e.id not in replaced]
     runs = [(r, seen) for r in report.results
-            if r.outcome.is_problem and r.id not in known and (seen := located(r)) is not None]  # fmt: skip
-    if entry is None or not runs:
+            if r.outcome.is_problem and r.id not in known and (seen := located(r)) is not None
+            and not any(other.search(searchable(r)) for other in others)]  # fmt: skip
+    if not runs:
         return []
     more = f" (and {len(runs) - 1} more run{'s' if len(runs) > 2 else ''})" if len(runs) > 1 else ""
     values = {**report_facts(report), **runs[0][1].values, "more": more}

@@ -52,6 +52,7 @@ class InRunShape:
     implied: str | None = None
     unexplained: bool = False
     located: bool = False
+    instead_of: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
