@@ -156,6 +156,7 @@ def test_the_lookup_reads_only_files_and_stops_at_its_limits(
     missing = missing_name("ModuleNotFoundError: No module named 'newdist.cor'")
     assert missing is not None and missing.kind == MODULE
     assert look_up(missing, env, {})["close"] == ["core"]
+    assert missing_name("No module named '" + "a." * 50_000 + "b'") is None  # a log's hostile name: not walked
     text = "ImportError: cannot import name 'Helper' from 'newdist' (unknown location)"
     found = look_up(missing_name(text), env, {})  # type: ignore[arg-type]
     assert found["found"][0]["module"] == "newdist.legacy.tools" and found["searched"]["capped"] is False

@@ -39,6 +39,7 @@ _MISSING = re.compile(
 _FRAME = re.compile(r'File "(?P<file>[^"\n]+)", line (?P<line>\d+)')
 _TRACEBACK = "Traceback (most recent call last)"
 MAX_TEXT = 1024 * 1024  # the part of a run's text the failure is looked for in (its end)
+MAX_NAME = 200  # a dotted name longer than this is no module's (a log is untrusted input)
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,8 @@ def missing_name(text: str) -> MissingName | None:
     else:
         kind, module = MODULE, found["module"].rstrip(".")
         name = module.rsplit(".", 1)[-1]
+    if len(module) > MAX_NAME or len(name) > MAX_NAME:
+        return None
     start = text.rfind(_TRACEBACK, 0, found.start())
     frames = [(m["file"], int(m["line"])) for m in _FRAME.finditer(text, max(start, 0), found.start())]
     return MissingName(kind, name, module, tuple(reversed(frames)))
