@@ -18,6 +18,9 @@ from gpudoctor.facts import pysource
 from gpudoctor.facts.distributions import Environment
 from gpudoctor.facts.missing_names import MODULE, look_up, missing_name
 from gpudoctor.knowledge.answer import GENERIC_ID
+from gpudoctor.knowledge.located import located
+from gpudoctor.model import Device, Outcome, ProbeResult
+from gpudoctor.protocol import MISSING_NAME_DETAIL
 
 LOCATED = "missing-name-located"
 NEW = {  # newdist 2.0: Helper moved to newdist.legacy.tools, get_device_count renamed device_count, engine moved
@@ -157,6 +160,12 @@ def test_the_lookup_reads_only_files_and_stops_at_its_limits(
     assert missing is not None and missing.kind == MODULE
     assert look_up(missing, env, {})["close"] == ["core"]
     assert missing_name("No module named '" + "a." * 50_000 + "b'") is None  # a log's hostile name: not walked
+    seen = missing_name("ModuleNotFoundError: No module named 'newdist'")  # installed: another Python ran it
+    run = ProbeResult(
+        "log", "log", Device.NONE, Outcome.FAIL, 0.0, details={MISSING_NAME_DETAIL: look_up(seen, env, {})}
+    )  # type: ignore[arg-type]
+    words = located(run)
+    assert words is not None and words.values["where_now"].startswith("newdist is installed here (newdist 2.0)")
     text = "ImportError: cannot import name 'Helper' from 'newdist' (unknown location)"
     found = look_up(missing_name(text), env, {})  # type: ignore[arg-type]
     assert found["found"][0]["module"] == "newdist.legacy.tools" and found["searched"]["capped"] is False

@@ -70,6 +70,9 @@ def _where_now(detail: dict[str, Any], provider: str) -> tuple[str, str | None]:
         installed = detail.get("installed")
         if not installed:
             return f"no installed distribution provides {module.split('.')[0]}", None
+        if installed == module:
+            return (f"{module} is installed here ({provider}): the failing process did not see it — another "
+                    "interpreter or environment than the one examined ran it", None)  # fmt: skip
         if found:
             return f"{provider} has it as {found[0]['module']}", _spelling(kind, "", str(found[0]["module"]))
         if close:
@@ -81,7 +84,8 @@ def _where_now(detail: dict[str, Any], provider: str) -> tuple[str, str | None]:
     inside = _dict(detail.get("in_module"))
     if inside:
         return (f"{module} itself binds {name} (line {inside.get('line')}): it was not bound yet when it was asked "
-                f"for — a circular import, or a definition under a condition", None)  # fmt: skip
+                "for — a circular import, a definition under a condition, or another environment than the one "
+                "examined ran it", None)  # fmt: skip
     if found:
         place = found[0]
         return (f"{provider} has it in {place['module']} ({place['how']}, line {place['line']})",
