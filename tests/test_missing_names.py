@@ -161,9 +161,10 @@ def test_the_lookup_reads_only_files_and_stops_at_its_limits(
     assert look_up(missing, env, {})["close"] == ["core"]
     assert missing_name("No module named '" + "a." * 50_000 + "b'") is None  # a log's hostile name: not walked
     seen = missing_name("ModuleNotFoundError: No module named 'newdist'")  # installed: another Python ran it
+    assert seen is not None
     run = ProbeResult(
         "log", "log", Device.NONE, Outcome.FAIL, 0.0, details={MISSING_NAME_DETAIL: look_up(seen, env, {})}
-    )  # type: ignore[arg-type]
+    )
     words = located(run)
     assert words is not None and words.values["where_now"].startswith("newdist is installed here (newdist 2.0)")
     text = "ImportError: cannot import name 'Helper' from 'newdist' (unknown location)"
