@@ -19,10 +19,8 @@ from gpudoctor.errors import GpuDoctorError
 from gpudoctor.examination import Events, RunContext
 from gpudoctor.facts.interpreter import resolve_python
 from gpudoctor.facts.inventory import collect_environment
-from gpudoctor.facts.missing_names import with_lookups
 from gpudoctor.kernelsection import KernelSection
 from gpudoctor.knowledge import match_findings, preflight
-from gpudoctor.knowledge.located import import_distributions
 from gpudoctor.model import Device, Environment, Finding, ProbeResult, ProbeSpec, Report, Severity
 from gpudoctor.process.cancel import CancelScope
 from gpudoctor.subject import ProbeSuite, Subject
@@ -88,6 +86,11 @@ def looked_up(
 ) -> tuple[ProbeResult, ...]:
     """``results`` with, on each failing run that missed a name (cannot import name, no attribute, no module), what
     the examined interpreter's environment says of it (facts.missing_names; knowledge.located words it)."""
+    if not any(r.outcome.is_problem for r in results):
+        return tuple(results)  # the lookup's modules are imported where a run failed: a passing run needs none
+    from gpudoctor.facts.missing_names import with_lookups
+    from gpudoctor.knowledge.located import import_distributions
+
     return with_lookups(results, python, cancel, import_distributions())
 
 

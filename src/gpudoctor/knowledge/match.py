@@ -17,11 +17,10 @@ from gpudoctor.knowledge.answer import answer
 from gpudoctor.knowledge.before import seen_before
 from gpudoctor.knowledge.entry import ANY_PROBE, Evidence, Explanation, Knowledge
 from gpudoctor.knowledge.load import load_knowledge
-from gpudoctor.knowledge.located import located
 from gpudoctor.knowledge.registry import REGISTRY
 from gpudoctor.knowledge.text import fill
 from gpudoctor.model import Environment, Finding, ProbeResult, Report
-from gpudoctor.protocol import KERNEL_PROBE
+from gpudoctor.protocol import KERNEL_PROBE, MISSING_NAME_DETAIL
 
 UNIDENTIFIED = "an unidentified toolchain"
 
@@ -191,8 +190,10 @@ def _located_findings(report: Report, knowledge: Knowledge, known: set[str]) -> 
     (knowledge.located), no known issue names and no general entry but those it stands in for matches: one finding,
     its texts from the first run's lookup."""
     entry = next((e for e in knowledge if e.in_run is not None and e.in_run.located), None)
-    if entry is None or entry.in_run is None:
+    if entry is None or entry.in_run is None or not any(MISSING_NAME_DETAIL in r.details for r in report.results):
         return []
+    from gpudoctor.knowledge.located import located  # only for a run that carries a lookup
+
     replaced = set(entry.in_run.instead_of)
     others = [e.in_run for e in knowledge if e.in_run and e.in_run.patterns and e.id not in replaced]
     runs = [(r, seen) for r in report.results
