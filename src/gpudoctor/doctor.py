@@ -81,6 +81,19 @@ def make_report(
     return dataclasses.replace(report, findings=findings)
 
 
+def looked_up(
+    results: Sequence[ProbeResult], python: str, cancel: CancelScope | None = None
+) -> tuple[ProbeResult, ...]:
+    """``results`` with, on each failing run that missed a name (cannot import name, no attribute, no module), what
+    the examined interpreter's environment says of it (facts.missing_names; knowledge.located words it)."""
+    if not any(r.outcome.is_problem for r in results):
+        return tuple(results)  # the lookup's modules are imported where a run failed: a passing run needs none
+    from gpudoctor.facts.missing_names import with_lookups
+    from gpudoctor.knowledge.located import import_distributions
+
+    return with_lookups(results, python, cancel, import_distributions())
+
+
 def findings_of_one(environment: Environment) -> Callable[[ProbeResult], tuple[Finding, ...]]:
     """The known issues that one result alone shows: which patch could fix a run, asked as each run ends."""
     return lambda result: match_findings(Report(__version__, "", environment, results=(result,)))
@@ -163,7 +176,7 @@ def examine(
         faces = FaceCallbacks(events.start, events.result)
         patches = run_with_patches(environment, schedule, subject.handlers(context), faces)
         record_durations(schedule.results())  # the plan's own runs, the stack as it is: the slow ones go first
-        results = (*patches.results(schedule), *subject.run_own(context))
+        results = looked_up((*patches.results(schedule), *subject.run_own(context)), python, cancel)
         report = conclude(environment, results, patches, kernel=subject.section(environment, results))
     report = subject.concluded(report)
     if not subject.records_matrix_row:
@@ -276,5 +289,6 @@ def rerun(
 
     schedule = Schedule(planned, jobs=options.jobs, given=given, cancel=cancel)
     patches = run_with_patches(report.environment, schedule, (), FaceCallbacks(on_start, on_result))
-    again_report = conclude(report.environment, patches.results(schedule), patches)
+    results = looked_up(patches.results(schedule), resolve_python(options.python), cancel)
+    again_report = conclude(report.environment, results, patches)
     return with_pin_advice(again_report, options, specs)

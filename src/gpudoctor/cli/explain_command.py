@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str]) -> int:
-    from gpudoctor.doctor import make_report
+    from gpudoctor.doctor import looked_up, make_report
     from gpudoctor.facts.interpreter import resolve_python
     from gpudoctor.facts.inventory import collect_environment
     from gpudoctor.reproducer.log import log_result, read_log
@@ -37,4 +37,7 @@ def run(argv: Sequence[str]) -> int:
     text, name = read_log(options.log)  # before anything runs: what cannot be read is one line, exit 2
     result = log_result(text, name)
     python = resolve_python(options.python)
-    return run_and_report(lambda scope: make_report(collect_environment(python, cancel=scope), [result]), options)
+    return run_and_report(
+        lambda scope: make_report(collect_environment(python, cancel=scope), looked_up([result], python, scope)),
+        options,
+    )

@@ -102,3 +102,32 @@ def site_packages(python: str, cancel: CancelScope | None = None) -> Path:
     if not site.is_dir():
         raise GpuDoctorError(f"--python {redact_text(python)}: its site-packages {site} is not a folder")
     return site
+
+
+# The folders imports search (sys.path, made absolute as the interpreter would resolve them), and the values
+# requirement markers are evaluated with. Compatible with old Pythons.
+_SEARCH_PATH_SOURCE = """
+import json, os, platform, sys
+print(json.dumps({"path": [os.path.abspath(p or os.curdir) for p in sys.path], "markers": {
+    "implementation_name": sys.implementation.name, "os_name": os.name, "platform_machine": platform.machine(),
+    "platform_release": platform.release(), "platform_system": platform.system(),
+    "platform_version": platform.version(), "python_full_version": platform.python_version(),
+    "platform_python_implementation": platform.python_implementation(),
+    "python_version": "%d.%d" % sys.version_info[:2], "sys_platform": sys.platform,
+    "implementation_version": "%d.%d.%d" % tuple(sys.implementation.version[:3])}}))
+"""
+MAX_PATH_ENTRIES = 64
+
+
+def search_path(python: str, cancel: CancelScope | None = None) -> tuple[list[str], dict[str, str]] | None:
+    """The interpreter's import path (folders that exist, at most MAX_PATH_ENTRIES) and its marker values; None
+    when it does not answer (the caller goes on without them)."""
+    try:
+        answer = ask(python, _SEARCH_PATH_SOURCE, cancel=cancel)
+    except GpuDoctorError:
+        return None
+    path, markers = answer.get("path"), answer.get("markers")
+    if not isinstance(path, list) or not isinstance(markers, dict):
+        return None
+    folders = [p for p in dict.fromkeys(str(p) for p in path) if os.path.isdir(p)][:MAX_PATH_ENTRIES]
+    return folders, {str(k): str(v) for k, v in markers.items()}

@@ -65,7 +65,9 @@ class InRun:
     """Seen in a run. Either ``evidence`` (signs in named probes, from one ``toolchain`` when given) or ``patterns``
     (a class of failure in any failing run's text, from one of ``toolchains``, or ``implied`` when the text names
     none; ``unless`` patterns mean another consumer of the same words); or ``unexplained``: any failing run no other
-    entry explains (its texts filled by gpudoctor.knowledge.answer)."""
+    entry explains (its texts filled by gpudoctor.knowledge.answer); or ``located``: any failing run that missed a
+    name the environment was searched for, no known issue explains (its texts filled by gpudoctor.knowledge.located),
+    answering instead of the general entries ``instead_of`` names (another general entry that matches says more)."""
 
     evidence: tuple[Evidence, ...] = ()
     toolchain: str | None = None
@@ -74,6 +76,8 @@ class InRun:
     toolchains: tuple[str, ...] = ()
     implied: str | None = None
     unexplained: bool = False
+    located: bool = False
+    instead_of: tuple[str, ...] = ()
 
     def search(self, text: str) -> re.Match[str] | None:
         """The first of ``patterns`` found in ``text``, unless one of ``unless`` is there too."""

@@ -70,6 +70,11 @@ def _knowledge(paths: tuple[Path, ...], data: list[Any], *, compile_patterns: bo
         for n, issue in enumerate(shape.issue)
     )
     ids = [e.id for e in entries] + [e.before.id for e in entries if e.before and e.before.id]
+    named = {i for e in entries if e.in_run for i in e.in_run.instead_of}
+    general = {e.id for e in entries if e.in_run and e.in_run.patterns}
+    if named - general:
+        raise GpuDoctorError(f"{', '.join(map(str, paths))}: instead_of names {sorted(named - general)[0]!r}, "
+                             "which is no general entry (in_run.patterns)")  # fmt: skip
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise GpuDoctorError(f"{', '.join(map(str, paths))}: id {duplicates[0]!r} is declared twice")
@@ -164,7 +169,7 @@ def _entry(where: str, issue: IssueShape, toolchains: set[str], compile_now: boo
     if (
         before is None
         and not predicates
-        and not (in_run and (in_run.evidence or in_run.patterns or in_run.unexplained))
+        and not (in_run and (in_run.evidence or in_run.patterns or in_run.unexplained or in_run.located))
     ):
         raise GpuDoctorError(f"{where}: needs at least one 'evidence' item, pattern, predicate or check")
     return Explanation(
@@ -194,6 +199,7 @@ def _in_run(where: str, shape: InRunShape, toolchains: set[str], compile_now: bo
         patterns=_patterns(f"{where}: field 'patterns'", shape.patterns, compile_now),
         unless=_patterns(f"{where}: field 'unless'", shape.unless, compile_now),
         toolchains=tuple(shape.toolchains), implied=shape.implied, unexplained=shape.unexplained,
+        located=shape.located, instead_of=tuple(shape.instead_of),
     )  # fmt: skip
 
 

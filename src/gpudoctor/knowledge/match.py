@@ -20,7 +20,7 @@ from gpudoctor.knowledge.load import load_knowledge
 from gpudoctor.knowledge.registry import REGISTRY
 from gpudoctor.knowledge.text import fill
 from gpudoctor.model import Environment, Finding, ProbeResult, Report
-from gpudoctor.protocol import KERNEL_PROBE
+from gpudoctor.protocol import KERNEL_PROBE, MISSING_NAME_DETAIL
 
 UNIDENTIFIED = "an unidentified toolchain"
 
@@ -151,6 +151,7 @@ def match_findings(report: Report, entries: Knowledge | Iterable[Explanation] | 
     checks = REGISTRY
     findings: list[Finding] = []
     explained: dict[str, list[str]] = {}  # run -> the specific findings that explain it: the general ones stay silent
+    known: set[str] = set()  # runs a known issue's evidence names: a lookup of a missing name would be noise there
     for entry in knowledge:
         evidence_items = entry.in_run.evidence if entry.in_run else ()
         if not (evidence_items or entry.over_report) or not _affected(entry, report.environment):
@@ -172,11 +173,44 @@ def match_findings(report: Report, entries: Knowledge | Iterable[Explanation] | 
             fix=fill(entry.fix, values), references=entry.references, patch=entry.patch, runs=runs,
         )  # fmt: skip
         findings.append(finding)
+        known.update(r.id for _, r in matched)
         for run_id in runs if entry.specific else ():
             explained.setdefault(run_id, []).append(entry.id)
+    for finding in _located_findings(report, knowledge, known | set(explained)):
+        findings.append(finding)
+        for run_id in finding.runs:  # the lookup stands in for the general entries and the generic answer
+            explained.setdefault(run_id, []).append(finding.id)
     known_ids = {f.id for f in findings}
     general = [f for f in _general_findings(report, knowledge, explained) if f.id not in known_ids]
     return (*findings, *general, *_unanswered(report, knowledge, [*findings, *general]))
+
+
+def _located_findings(report: Report, knowledge: Knowledge, known: set[str]) -> list[Finding]:
+    """The ``located`` entry for the failing runs that missed a name the environment was searched for
+    (knowledge.located), no known issue names and no general entry but those it stands in for matches: one finding,
+    its texts from the first run's lookup."""
+    entry = next((e for e in knowledge if e.in_run is not None and e.in_run.located), None)
+    if entry is None or entry.in_run is None or not any(MISSING_NAME_DETAIL in r.details for r in report.results):
+        return []
+    from gpudoctor.knowledge.located import located  # only for a run that carries a lookup
+
+    replaced = set(entry.in_run.instead_of)
+    others = [e.in_run for e in knowledge if e.in_run and e.in_run.patterns and e.id not in replaced]
+    runs = [(r, seen) for r in report.results
+            if r.outcome.is_problem and r.id not in known and (seen := located(r)) is not None
+            and not any(other.search(searchable(r)) for other in others)]  # fmt: skip
+    if not runs:
+        return []
+    more = f" (and {len(runs) - 1} more run{'s' if len(runs) > 2 else ''})" if len(runs) > 1 else ""
+    values = {**report_facts(report), **runs[0][1].values, "more": more}
+    evidence = tuple(dict.fromkeys(line for _, seen in runs for line in seen.evidence))
+    return [
+        Finding(
+            id=entry.id, title=fill(entry.title, values), severity=entry.severity, evidence=evidence,
+            explanation=fill(entry.explanation, values), fix=fill(entry.fix, values), references=entry.references,
+            runs=tuple(r.id for r, _ in runs),
+        )
+    ]  # fmt: skip
 
 
 def _unanswered(report: Report, knowledge: Knowledge, findings: Sequence[Finding]) -> list[Finding]:

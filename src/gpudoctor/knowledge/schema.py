@@ -51,6 +51,8 @@ class InRunShape:
     toolchains: tuple[str, ...] = ()
     implied: str | None = None
     unexplained: bool = False
+    located: bool = False
+    instead_of: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
