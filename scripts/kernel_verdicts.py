@@ -31,6 +31,9 @@ def one_run(folder: str, op: str, devices: list[str]) -> dict[str, list[str]]:
     for device in devices:
         command += ["--device", device]
     done = subprocess.run([*command, "--json"], capture_output=True, text=True, timeout=1800)
+    if not done.stdout.strip():  # no report: say how it ended instead of a verdict
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"(no report)": [f"exit {done.returncode}: {last[:200]}"]}
     report = json.loads(done.stdout)
     by_run: dict[str, list[str]] = {}
     for finding in report["findings"]:
