@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from conftest import ROOT, TESTS, run_cli, validate_report
 
+from gpudoctor.model import Outcome
+
 KERNELS = TESTS / "kernels"
 # kernel folder, op, the detail its run must carry, the one finding, and what the evidence says
 CASES = [
@@ -70,3 +72,65 @@ def test_no_fix_advises_barriers_or_tolerance_without_the_evidence_for_them() ->
     assert {i for i, fix in fixes.items() if "barrier" in fix or "between threads" in fix} == {"kernel-not-repeatable"}
     advising = {i for i, fix in fixes.items() if ("rtol" in fix or "tolerance" in fix) and "would hide" not in fix}
     assert advising == {"kernel-differs-slightly"}
+
+
+RECORDED = ROOT / "tests" / "fixtures" / "h100" / "kernel-verdicts"
+
+
+def _recorded(name: str) -> Any:
+    from gpudoctor.knowledge import load_knowledge, match_findings
+    from gpudoctor.report.codec import decode
+
+    document = json.loads((RECORDED / name).read_text())
+    validate_report(document)
+    report = decode(document)
+    return report, {f.id: f for f in match_findings(report, load_knowledge())}
+
+
+def test_recorded_h100_never_written_output_is_one_verdict_on_both_devices_and_initcheck_names_it() -> None:
+    """`scripts/record_gpu_kernels.sh` on the H100: the kernel that never writes gets the same finding on the CPU and
+    on CUDA, initcheck (--sanitize) names the read of memory nothing wrote, and the control is clean under both."""
+    report, findings = _recorded("never_writes.json")
+    for run_id in ("kernel/cpu", "kernel/cuda"):
+        result = report.result(run_id)
+        assert result is not None and result.details.get("ignores_inputs") is True, run_id
+    assert findings["kernel-output-ignores-inputs"].runs == ("kernel/cpu", "kernel/cuda")
+    initcheck = report.result("kernel/cuda+initcheck")
+    assert initcheck is not None and initcheck.outcome is Outcome.FAIL
+    assert "reads memory nothing wrote" in initcheck.summary
+    assert any("compute-sanitizer initcheck:" in e for e in findings["kernel-sanitizer-caught"].evidence)
+    for tool in ("memcheck", "initcheck"):
+        control = report.result(f"custom-op/cuda+{tool}")
+        assert control is not None and control.outcome is Outcome.PASS and control.details["sanitizer_errors"] == 0
+    assert "kernel-sanitizer-control-clean" in findings
+    tally = (RECORDED / "kernel_verdicts_cuda.txt").read_text()
+    assert "10 runs" in tally and '10x {"kernel/cuda": ["kernel-output-ignores-inputs"]}' in tally
+
+
+def test_recorded_h100_sanitize_catches_a_read_past_an_input_that_returns_a_plausible_result() -> None:
+    """The Mojo op reading its 2x2 bias with a 256x256 output's indices: memcheck with the caching allocator off
+    names the out-of-bounds read by thread, block and distance; the control runs clean under the same tool."""
+    report, findings = _recorded("oob_read.json")
+    memcheck = report.result("kernel/cuda+memcheck")
+    assert memcheck is not None and memcheck.outcome is Outcome.FAIL
+    found = memcheck.details["sanitizer_found"]
+    assert "reads 4 bytes of global memory out of bounds (thread (0,0,0) of block (8,0,0)" in found[0]
+    assert memcheck.command.startswith("PYTORCH_NO_CUDA_MEMORY_CACHING=1 ") and "--tool memcheck" in memcheck.command
+    assert "kernel-sanitizer-caught" in findings and "kernel-sanitizer-control-clean" in findings
+    assert "kernel-sanitizer-control-dirty" not in findings
+
+
+def test_sanitize_without_a_gpu_starts_no_instrument_and_says_why() -> None:
+    completed = run_cli(
+        "kernel", str(KERNELS / "never_writes"), "--op", "conv1d_stub", "--shape", "4x4", "--device", "cuda",
+        "--sanitize", "--json",
+    )  # fmt: skip
+    report = json.loads(completed.stdout)
+    validate_report(report)
+    sanitized = [r for r in report["results"] if "+" in r["id"]]
+    assert sorted(r["id"] for r in sanitized) == [
+        "custom-op/cuda+initcheck", "custom-op/cuda+memcheck", "kernel/cuda+initcheck", "kernel/cuda+memcheck",
+    ]  # fmt: skip
+    for result in sanitized:
+        assert result["outcome"] == "skipped"
+        assert result["skip_reason"].startswith("--sanitize: no GPU here, so no instrument was started")
