@@ -35,9 +35,13 @@ def test_the_sanitizer_is_found_in_cuda_home_then_path_then_pips_wheel(tmp_path:
 
 
 def test_no_instrument_runs_without_a_gpu_and_each_says_why() -> None:
+    # each instrument that would have run on a GPU says why it did not: a failure is rerun synchronously and under
+    # memcheck, a passing command (`run --sanitize`) under memcheck and initcheck
     runs, not_run = plan_reruns(["python", "prog.py"], {}, gpus=0, sanitizer=None, exited_cleanly=False)
-    assert runs == [] and {n.instrument for n in not_run} == set(Instrument)
+    assert runs == [] and [n.instrument for n in not_run] == [Instrument.SYNCHRONOUS, Instrument.MEMCHECK]
     assert all("no GPU" in n.why for n in not_run)
+    runs, not_run = plan_reruns(["python", "prog.py"], {}, gpus=0, sanitizer=None, exited_cleanly=True)
+    assert runs == [] and [n.instrument for n in not_run] == [Instrument.MEMCHECK, Instrument.INITCHECK]
 
 
 def test_a_failed_program_is_rerun_synchronously_and_under_memcheck_with_the_allocators_off(tmp_path: Path) -> None:

@@ -36,6 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="on a GPU, do not rerun a failure synchronously and under compute-sanitizer (the default does)",
     )
+    parser.add_argument(
+        "--sanitize",
+        action="store_true",
+        help="on a GPU, rerun the command under compute-sanitizer also when it passes (a read out of bounds can "
+        "still print a plausible answer)",
+    )
     add_report_file_arguments(parser)
     return parser
 
@@ -61,10 +67,13 @@ def run(argv: Sequence[str]) -> int | DoctorAppRequest:
 
     own, command = split_command(argv)
     options = build_parser().parse_args(own)
+    if options.sanitize and options.no_instruments:
+        raise GpuDoctorError("--sanitize asks for the instruments that --no-instruments turns off: give one of them")
     subject = UserCommand(
         Reproducer(argv=tuple(command), cwd=Path.cwd(), timeout_s=options.timeout, python=options.python,
                    debugger=not options.no_debugger),
         instruments=not options.no_instruments,
+        sanitize=options.sanitize,
     )  # fmt: skip
     doctor_options = DoctorOptions(python=options.python, jobs=1)
     if options.tui:

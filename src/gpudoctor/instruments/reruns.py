@@ -60,9 +60,11 @@ def plan_reruns(
 ) -> tuple[list[InstrumentedRun], list[NotRun]]:
     """What to rerun ``argv`` under: synchronously when it failed, memcheck always, initcheck when it exited 0
     (a kernel that reads what nobody wrote can still print a plausible answer)."""
+    wanted = [Instrument.SYNCHRONOUS] if not exited_cleanly else []
+    wanted += [Instrument.MEMCHECK] + ([Instrument.INITCHECK] if exited_cleanly else [])
     if gpus == 0:
         why = "no GPU here: the instruments run only where the program's kernels run"
-        return [], [NotRun(instrument, why) for instrument in Instrument]
+        return [], [NotRun(instrument, why) for instrument in wanted]
     runs: list[InstrumentedRun] = []
     if not exited_cleanly:
         runs.append(InstrumentedRun(Instrument.SYNCHRONOUS, tuple(argv), dict(SYNCHRONOUS_ENV)))

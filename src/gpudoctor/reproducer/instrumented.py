@@ -63,17 +63,25 @@ def _one(run: InstrumentedRun, reproducer: Reproducer, env: dict[str, str], scop
 
 
 def rerun_with_instruments(
-    reproducer: Reproducer, result: ProbeResult, environment: Environment, cancel: CancelScope | None = None
+    reproducer: Reproducer,
+    result: ProbeResult,
+    environment: Environment,
+    cancel: CancelScope | None = None,
+    *,
+    passing_too: bool = False,
 ) -> ProbeResult:
     """``result`` with what the instruments said (ReproducerDetail.INSTRUMENTS) or why none ran
-    (INSTRUMENTS_NOT_RUN). Only a command that failed, crashed or hung is rerun."""
-    if result.outcome not in (Outcome.FAIL, Outcome.CRASH, Outcome.TIMEOUT):
+    (INSTRUMENTS_NOT_RUN). A command that failed, crashed or hung is rerun; one that passed only with
+    ``passing_too`` (`gpudoctor run --sanitize`: memcheck and initcheck, for a read out of bounds that still
+    prints a plausible answer)."""
+    failed = result.outcome in (Outcome.FAIL, Outcome.CRASH, Outcome.TIMEOUT)
+    if not failed and not (passing_too and result.outcome is Outcome.PASS):
         return result
     argv = command_line(reproducer)
     env = command_environment(reproducer)
     sites = [Path(p) for p in environment.stack.site_packages or ()]
     runs, not_run = plan_reruns(
-        argv, env, gpus=len(environment.driver.gpus), sanitizer=find_sanitizer(env, sites), exited_cleanly=False
+        argv, env, gpus=len(environment.driver.gpus), sanitizer=find_sanitizer(env, sites), exited_cleanly=not failed
     )
     scope = cancel if cancel is not None else CancelScope()
     said: list[dict[str, Any]] = []

@@ -67,6 +67,7 @@ class UserCommand:
 
     reproducer: Reproducer
     instruments: bool = False  # rerun a failure with the GPU's instruments (`gpudoctor run`; a bisect's cells do not)
+    sanitize: bool = False  # and a command that passed, under memcheck and initcheck (`gpudoctor run --sanitize`)
     title: str = field(default="your command", init=False)
     needs_packages: tuple[str, ...] = field(default=(), init=False)
     records_matrix_row: bool = field(default=False, init=False)  # a user's command says nothing about the stack's row
@@ -86,7 +87,9 @@ class UserCommand:
         if lines := host_indexing_lines(self.reproducer):
             result = dataclasses.replace(result, details={**result.details, HOST_INDEXING_DETAIL: lines[:20]})
         if self.instruments and context.environment is not None:
-            result = rerun_with_instruments(reproducer, result, context.environment, context.cancel)
+            result = rerun_with_instruments(
+                reproducer, result, context.environment, context.cancel, passing_too=self.sanitize
+            )
         context.events.ended(result)
         if ReproducerDetail.INSTRUMENTS in result.details:  # it failed on a GPU: the known-good control beside it
             return (result, *run_controls(result, context))
