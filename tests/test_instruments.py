@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpudoctor.instruments.locate import WHEEL_BIN, find_sanitizer
+from gpudoctor.facts.sanitizer import WHEEL_BIN, find_sanitizer
 from gpudoctor.instruments.reruns import HOOKS, Instrument, plan_reruns
 
 
@@ -68,3 +68,27 @@ def test_the_allocator_hook_hands_over_to_the_programs_own_sitecustomize(tmp_pat
     probe = "import builtins, sys; print(getattr(builtins, 'OWN_SITECUSTOMIZE', 0), type(sys.meta_path[0]).__name__)"
     completed = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
     assert completed.stdout.split() == ["True", "_PoolsOffAfterCupy"]
+
+
+def test_the_inventory_lists_the_compute_sanitizer_the_instruments_would_run(tmp_path: Path) -> None:
+    """Where compute-sanitizer is (here a CUDA_HOME holding one) is a fact of the inventory, in every face, and the
+    report stays valid; without one the field is absent."""
+    import json
+    import os
+
+    from conftest import run_cli, validate_report
+
+    home = tmp_path / "cuda"
+    _executable(home / "bin" / "compute-sanitizer")
+    completed = run_cli("--no-probes", "--json", env={**os.environ, "CUDA_HOME": str(home)})
+    document = json.loads(completed.stdout)
+    validate_report(document)
+    build = document["environment"]["stack"]["build"]
+    assert build["compute_sanitizer"] == str(home / "bin" / "compute-sanitizer")
+    assert build["compute_sanitizer_from"] == "CUDA_HOME"
+    plain = run_cli("--no-probes", "--plain", env={**os.environ, "CUDA_HOME": str(home)}).stdout
+    assert f"compute-sanitizer         {home / 'bin' / 'compute-sanitizer'} (from CUDA_HOME)" in plain
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    bare = json.loads(run_cli("--no-probes", "--json", env={**os.environ, "CUDA_HOME": str(empty)}).stdout)
+    assert "compute_sanitizer" not in bare["environment"]["stack"]["build"]

@@ -37,6 +37,17 @@ class RuntimeCompiler:
     source: str = field(metadata={"name": "from"})  # where it comes from: a pip distribution, a library, a toolkit
 
 
+SANITIZER_INSTALL_HINT = 'pip install "gpudoctor[sanitizer]" (nvidia-cuda-sanitizer-api), or the CUDA toolkit'
+
+
+@dataclass(frozen=True)
+class Sanitizer:
+    """The compute-sanitizer the GPU's instruments would run (gpudoctor.facts.sanitizer finds it)."""
+
+    path: str
+    found_by: str  # "CUDA_HOME", "PATH", "/usr/local/cuda", "pip wheel"
+
+
 @dataclass(frozen=True)
 class BuildFacts:
     """What building a CUDA extension (torch.utils.cpp_extension) and Triton's kernels would use: the toolkit, nvcc's
@@ -59,6 +70,9 @@ class BuildFacts:
         default=None, metadata={**_OMIT_NONE, "kept_with": "triton_ptxas_blackwell"}
     )
     runtime_compilers: tuple[RuntimeCompiler, ...] | None = field(default=None, metadata=_OMIT_NONE)
+    # the GPU's instruments (`gpudoctor run`, `kernel --sanitize`): where compute-sanitizer is, and how it was found
+    compute_sanitizer: str | None = field(default=None, metadata=_OMIT_NONE)
+    compute_sanitizer_from: str | None = field(default=None, metadata={**_OMIT_NONE, "kept_with": "compute_sanitizer"})
 
 
 @dataclass(frozen=True)

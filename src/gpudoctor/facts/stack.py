@@ -6,12 +6,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from gpudoctor.facts.buildtools import build_facts, triton_ptxas
 from gpudoctor.facts.libraries import library_facts
 from gpudoctor.facts.requirements import unmet_requirements
 from gpudoctor.facts.runtimecompilers import runtime_compilers
+from gpudoctor.facts.sanitizer import find_sanitizer
 from gpudoctor.redact import redact_text
 from gpudoctor.stackfacts import (
     BuildFacts,
@@ -82,6 +84,8 @@ def build_and_load_facts(raw: Any, python: str) -> tuple[BuildFacts, dict[str, L
     if isinstance(distributions, list):
         build["setuptools"] = any(isinstance(d, list) and str(d[0]).lower() == "setuptools" for d in distributions)
     compilers = runtime_compilers(distributions if isinstance(distributions, list) else [], found, build)
+    if (sanitizer := find_sanitizer(os.environ, [Path(s) for s in sites])) is not None:
+        build["compute_sanitizer"], build["compute_sanitizer_from"] = sanitizer.path, sanitizer.found_by
     arch_names = build.pop("arch_names")
     facts = BuildFacts(
         **{key: _redacted(value) for key, value in build.items()},

@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpudoctor.instruments.locate import INSTALL_HINT, Sanitizer
+from gpudoctor.stackfacts import SANITIZER_INSTALL_HINT as INSTALL_HINT
+from gpudoctor.stackfacts import Sanitizer
 
 PRINT_LIMIT = 20  # errors the sanitizer prints in full: the first ones name the culprit, the rest repeat it
 HOOKS = Path(__file__).with_name("hooks")

@@ -10,14 +10,15 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
+from gpudoctor.facts.sanitizer import find_sanitizer
 from gpudoctor.instruments.explain import summarise
-from gpudoctor.instruments.locate import INSTALL_HINT, find_sanitizer
 from gpudoctor.instruments.reruns import ALLOCATORS_OFF_ENV, PRINT_LIMIT, Instrument, SanitizerDetail
 from gpudoctor.instruments.sanitizer import parse
 from gpudoctor.model import Environment, Outcome, ProbeResult
 from gpudoctor.process.cancel import CancelScope
 from gpudoctor.protocol import KERNEL_PROBE
 from gpudoctor.redact import redact_text
+from gpudoctor.stackfacts import SANITIZER_INSTALL_HINT as INSTALL_HINT
 from gpudoctor.suite.runner import ProbeInvocation, run_probe, skipped_result
 from gpudoctor.textfile import read_prefix
 

@@ -76,6 +76,8 @@ def _toolchain_rows(stack: StackFacts) -> list[tuple[str, str]]:
         extra = f" (ptxas-blackwell {blackwell})" if blackwell else ""
         release = build.triton_ptxas_cuda or "?"
         rows.append(("Triton ptxas", f"CUDA {release}{extra} at {build.triton_ptxas}"))
+    if build.compute_sanitizer:
+        rows.append(("compute-sanitizer", f"{build.compute_sanitizer} (from {build.compute_sanitizer_from or '?'})"))
     for name in ("libcuda.so.1", "libnvrtc.so.12", "libnvrtc.so.13", "libnvJitLink.so.12", "libnvJitLink.so.13"):
         fact = libraries.get(name)
         if fact is not None and fact.loader:

@@ -10,8 +10,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from gpudoctor.facts.sanitizer import find_sanitizer
 from gpudoctor.instruments.explain import summarise
-from gpudoctor.instruments.locate import find_sanitizer
 from gpudoctor.instruments.reruns import Instrument, InstrumentedRun, NotRun, plan_reruns
 from gpudoctor.instruments.sanitizer import parse
 from gpudoctor.model import Environment, Outcome, ProbeResult

@@ -1,24 +1,19 @@
 """Where compute-sanitizer is: the CUDA toolkit's (CUDA_HOME, then PATH, then /usr/local/cuda), else the executable
-pip's nvidia-cuda-sanitizer-api wheels ship in the examined interpreter's site-packages. Nothing is run."""
+pip's nvidia-cuda-sanitizer-api wheels ship in the examined interpreter's site-packages (the ``sanitizer`` extra).
+Nothing is run. A fact of the inventory, and what the instruments' reruns start."""
 
 from __future__ import annotations
 
 import os
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+from gpudoctor.stackfacts import Sanitizer
 
 EXECUTABLE = "compute-sanitizer"
 # pip's wheels: nvidia-cuda-sanitizer-api-cu12 (CUDA 12) and nvidia-cuda-sanitizer-api (CUDA 13) both unpack here
 WHEEL_BIN = Path("nvidia") / "cuda_sanitizer_api" / "bin"
-INSTALL_HINT = 'pip install "gpudoctor[sanitizer]" (nvidia-cuda-sanitizer-api), or the CUDA toolkit'
-
-
-@dataclass(frozen=True)
-class Sanitizer:
-    path: str
-    found_by: str  # "CUDA_HOME", "PATH", "/usr/local/cuda", "pip wheel"
 
 
 def _runnable(path: Path) -> bool:
