@@ -6,7 +6,6 @@ Every error names where it happened and the field, as a GpuDoctorError (or the s
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Set
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,8 @@ def read_toml(path: Path, limit_bytes: int, error: type[GpuDoctorError] = GpuDoc
 
 def parse_toml(path: Path, text: str, error: type[GpuDoctorError] = GpuDoctorError) -> dict[str, Any]:
     """``text``, read from ``path``, as TOML; invalid TOML raises ``error``."""
+    import tomllib  # here: the inventory-only run reads the knowledge's parse from gpudoctor's cache, not its TOML
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as failure:

@@ -13,11 +13,11 @@ import os
 import re
 import shutil
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from gpudoctor.facts.answers import ask_program
+from gpudoctor.facts.beside import Beside
 
 QUESTION_TIMEOUT_S = 10.0
 
@@ -105,11 +105,10 @@ def build_facts(environ: Mapping[str, str], torch_folder: str | None, interprete
     nvcc = os.path.join(home, "bin", "nvcc") if home else None
     if nvcc is not None and not os.path.exists(nvcc):
         nvcc = None
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpudoctor-nvcc") as pool:
-        release = pool.submit(nvcc_release, nvcc) if nvcc else None  # beside --dryrun, the longer question
-        newest = newest_host_gcc(nvcc) if nvcc else None
-        compiler, compiler_major = host_compiler(environ)
-        nvcc_cuda = release.result() if release else None
+    release = Beside(nvcc_release, nvcc, name="gpudoctor-nvcc") if nvcc else None  # beside --dryrun, the longer one
+    newest = newest_host_gcc(nvcc) if nvcc else None
+    compiler, compiler_major = host_compiler(environ)
+    nvcc_cuda = release.result() if release else None
     path = os.pathsep.join(p for p in (interpreter_bin, environ.get("PATH")) if p)
     return {
         "cuda_home": home,

@@ -13,11 +13,11 @@ import platform
 import shutil
 import sys
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.facts.beside import Beside
 from gpudoctor.facts.installed import installed_versions
 from gpudoctor.facts.interpreter import ask, check_cpython
 from gpudoctor.facts.nvml import NO_DRIVER, device_nodes, kernel_module_version, loaded_library_version, query_driver
@@ -282,10 +282,9 @@ def collect_environment(
     names = PACKAGES + tuple(n for n in dict.fromkeys(extra_packages) if n not in PACKAGES)
     # NVML's initialisation waits on the driver (tens of milliseconds on a GPU machine) with the GIL released: it
     # runs beside the interpreter's facts and the programs the build facts ask.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpudoctor-nvml") as pool:
-        machine = pool.submit(_machine_facts)
-        environment = _interpreter_environment(python, names, cancel)
-        driver, kernel_module, nvml_library, nodes = machine.result()
+    machine = Beside(_machine_facts, name="gpudoctor-nvml")
+    environment = _interpreter_environment(python, names, cancel)
+    driver, kernel_module, nvml_library, nodes = machine.result()
     return dataclasses.replace(
         environment,
         driver=driver,

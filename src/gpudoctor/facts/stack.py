@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from gpudoctor.facts.beside import Beside
 from gpudoctor.facts.buildtools import build_facts, triton_ptxas
 from gpudoctor.facts.libraries import library_facts
 from gpudoctor.facts.requirements import unmet_requirements
@@ -74,12 +74,11 @@ def build_and_load_facts(raw: Any, python: str) -> tuple[BuildFacts, dict[str, L
     if isinstance(torch_at, str):
         torch_folder = torch_at if os.path.isdir(torch_at) else os.path.dirname(torch_at)
     # Each asks programs (nvcc, gcc, ptxas, ldconfig) unless their answers are kept: they wait side by side.
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="gpudoctor-facts") as pool:
-        ptxas = pool.submit(triton_ptxas, sites, os.environ)
-        loader = pool.submit(library_facts, sites)
-        build = build_facts(os.environ, torch_folder, os.path.dirname(python))
-        build.update(ptxas.result())
-        found = loader.result()
+    ptxas = Beside(triton_ptxas, sites, os.environ, name="gpudoctor-ptxas")
+    loader = Beside(library_facts, sites, name="gpudoctor-ldconfig")
+    build = build_facts(os.environ, torch_folder, os.path.dirname(python))
+    build.update(ptxas.result())
+    found = loader.result()
     distributions = raw.get("distributions")
     if isinstance(distributions, list):
         build["setuptools"] = any(isinstance(d, list) and str(d[0]).lower() == "setuptools" for d in distributions)

@@ -67,7 +67,9 @@ class InRun:
     none; ``unless`` patterns mean another consumer of the same words); or ``unexplained``: any failing run no other
     entry explains (its texts filled by gpudoctor.knowledge.answer); or ``located``: any failing run that missed a
     name the environment was searched for, no known issue explains (its texts filled by gpudoctor.knowledge.located),
-    answering instead of the general entries ``instead_of`` names (another general entry that matches says more)."""
+    answering instead of the general entries ``instead_of`` names (another general entry that matches says more).
+    ``stack_only``: the entry blames the stack, so a user's run (a kernel, a command) is not its evidence where
+    gpudoctor's own known-good kernels passed beside it on the same device and stack."""
 
     evidence: tuple[Evidence, ...] = ()
     toolchain: str | None = None
@@ -78,6 +80,7 @@ class InRun:
     unexplained: bool = False
     located: bool = False
     instead_of: tuple[str, ...] = ()
+    stack_only: bool = False
 
     def search(self, text: str) -> re.Match[str] | None:
         """The first of ``patterns`` found in ``text``, unless one of ``unless`` is there too."""

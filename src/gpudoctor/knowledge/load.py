@@ -199,7 +199,7 @@ def _in_run(where: str, shape: InRunShape, toolchains: set[str], compile_now: bo
         patterns=_patterns(f"{where}: field 'patterns'", shape.patterns, compile_now),
         unless=_patterns(f"{where}: field 'unless'", shape.unless, compile_now),
         toolchains=tuple(shape.toolchains), implied=shape.implied, unexplained=shape.unexplained,
-        located=shape.located, instead_of=tuple(shape.instead_of),
+        located=shape.located, instead_of=tuple(shape.instead_of), stack_only=shape.stack_only,
     )  # fmt: skip
 
 

@@ -53,6 +53,7 @@ class InRunShape:
     unexplained: bool = False
     located: bool = False
     instead_of: tuple[str, ...] = ()
+    stack_only: bool = False
 
 
 @dataclass(frozen=True)
