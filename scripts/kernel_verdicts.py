@@ -23,6 +23,10 @@ CASES = {  # folder: (op, the finding expected on a device where the bug shows)
     "adds_into": ("add_into", "kernel-accumulates-into-output"),
     "races": ("racy_copy", "kernel-not-repeatable"),
 }
+# On a GPU (MAX 26.7, H100) two of them fault before their CPU bug can show: both read through a pointer taken from
+# the output in `execute`, and the run dies with CUDA_ERROR_ILLEGAL_ADDRESS while the control kernel passes. One
+# verdict there too, a different one: the kernel's fault, named by the general GPU-fault entry for Mojo.
+ON_CUDA = {"adds_into": "cuda-kernel-fault-mojo", "races": "cuda-kernel-fault-mojo"}
 
 
 def one_run(folder: str, op: str, devices: list[str]) -> dict[str, list[str]]:
@@ -59,7 +63,9 @@ def main() -> int:
             found = one_run(folder, op, devices)
             tally[json.dumps(found, sort_keys=True)] += 1
         verdicts = ", ".join(f"{count}x {key}" for key, count in tally.most_common())
-        right = len(tally) == 1 and all(ids == [expected] for ids in json.loads(next(iter(tally))).values())
+        found = json.loads(next(iter(tally)))
+        wanted = {run: [ON_CUDA.get(folder, expected) if "cuda" in run else expected] for run in found}
+        right = len(tally) == 1 and bool(found) and found == wanted
         failed |= not right
         print(f"{folder:13} {op:12} {options.runs} runs in {time.monotonic() - started:5.0f} s: {verdicts}"
               f"  -> {'one verdict, the right one' if right else 'NOT ONE RIGHT VERDICT'}", flush=True)  # fmt: skip
