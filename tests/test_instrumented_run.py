@@ -146,6 +146,44 @@ def test_the_silent_programs_pass_plainly_and_are_not_rerun() -> None:
         assert result.outcome.value == "pass" and ReproducerDetail.INSTRUMENTS not in result.details
 
 
+# program -> what `gpudoctor run --sanitize` named in it on the H100, though it exited 0 with a plausible answer
+SANITIZED = {
+    "triton_silent_oob_read": [
+        "compute-sanitizer memcheck: kernel `add_bias` (triton_silent_oob_read.py:12) reads 8 bytes of global memory "
+        "out of bounds (thread (116,0,0) of block (3,0,0), 1 bytes after the nearest allocation, which holds 4,000 "
+        "bytes), launched at triton_silent_oob_read.py:19",
+    ],
+    "mojo_oob_read": [  # the Mojo op through CustomOpLibrary: the kernel MAX generated for its foreach
+        "compute-sanitizer memcheck: kernel `mogg_for_each_r2_w4_b256_gs_False_825399b6` reads 4 bytes of global "
+        "memory out of bounds (thread (64,0,0) of block (8,0,0), 240 bytes before the nearest allocation",
+        "compute-sanitizer initcheck: kernel `mogg_for_each_r2_w4_b256_gs_False_825399b6` reads memory nothing wrote",
+    ],
+}
+
+
+@pytest.mark.parametrize("program", sorted(SANITIZED))
+def test_on_the_h100_run_sanitize_names_the_silent_programs_access_and_the_controls_verdict(program: str) -> None:
+    """`gpudoctor run --sanitize` (scripts/record_gpu_runs.sh with SANITIZE=1): the command exits 0, memcheck and
+    initcheck rerun it anyway and name the kernel, thread, access and distance; gpudoctor's own kernels for the stacks
+    it loaded pass beside it, so the verdict is the program's. Read through today's knowledge."""
+    from gpudoctor.knowledge import match_findings
+
+    report = _recorded(f"{program}-sanitize")
+    command = report.result("reproducer")
+    assert command is not None and command.outcome.value == "pass"
+    assert {s["instrument"] for s in command.details[ReproducerDetail.INSTRUMENTS]} == {"memcheck", "initcheck"}
+    findings = {f.id: f for f in match_findings(report)}
+    evidence = "\n".join(findings["gpu-instruments-located-the-fault"].evidence)
+    for words in SANITIZED[program]:
+        assert words in evidence, evidence
+    verdict = findings["gpu-fault-is-the-programs-not-the-stacks"]
+    beside = [r for r in report.results if r.id != "reproducer"]  # with what they build on (max-import: no device)
+    assert beside and all(r.outcome.value == "pass" for r in beside)
+    assert set(verdict.runs) == {r.id for r in beside if r.device.value == "cuda"}
+    wanted = {"triton_silent_oob_read": "triton/cuda", "mojo_oob_read": "custom-op/cuda"}[program]
+    assert wanted in verdict.runs
+
+
 def test_the_control_beside_a_failing_program_is_chosen_from_what_it_loaded() -> None:
     """Which of gpudoctor's own probes run beside the failing command on a GPU: the stacks its mapped libraries show
     (recorded on the H100), torch's own kernels when nothing more specific was loaded."""

@@ -131,8 +131,8 @@ def test_recorded_h100_kernel_that_faults_on_the_gpu_is_named_the_kernels_fault_
     assert control is not None and control.outcome is Outcome.PASS
     assert "max-cuda-illegal-address" not in findings
     notice = findings["gpu-fault-is-the-kernels-not-the-stacks"]
-    assert notice.evidence[0] == "kernel/cuda fail with an illegal memory access was encountered"
-    assert notice.evidence[1].startswith("custom-op/cuda passes on the same GPU and stack")
+    assert notice.evidence[0] == "kernel/cuda fail, matching 'CUDA_ERROR_ILLEGAL_ADDRESS'"
+    assert notice.evidence[1].startswith("custom-op/cuda passes on the same device and stack")
     assert "--sanitize" in findings["cuda-kernel-fault-mojo"].fix
 
 

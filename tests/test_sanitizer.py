@@ -102,3 +102,19 @@ def test_each_recorded_fault_is_told_in_one_line_that_names_kernel_line_and_laun
     assert threads[0].startswith("the CUDA call cudaLaunchKernel failed with cudaErrorInvalidValue (invalid argument)"
                                  " in add_one_kernel")  # fmt: skip
     assert "launched at ext_too_many_threads.py:" in threads[0]
+
+
+def test_a_kernel_max_made_of_a_foreach_is_said_to_be_one() -> None:
+    """MAX names the kernel of a custom op's foreach itself (no line info): the sentence says what it is, so the user
+    knows to look at their op's closure (the name as recorded by `gpudoctor run --sanitize` on the H100)."""
+    import dataclasses
+
+    from gpudoctor.instruments.explain import describe
+
+    error = parse(_report("cupy_no_bounds")).errors[0]
+    made = dataclasses.replace(error, kernel="mogg_for_each_r2_w4_b256_gs_False_825399b6", source=None)
+    assert describe(made).startswith(
+        "kernel `mogg_for_each_r2_w4_b256_gs_False_825399b6` (the kernel MAX made of a custom op's `foreach` closure)"
+        " reads 4 bytes of global memory out of bounds"
+    )
+    assert describe(dataclasses.replace(error, source=None)).startswith("kernel `saxpy` reads")

@@ -6,7 +6,6 @@ that drives it with real processes only at the end (``run_schedule`` with handle
 
 from __future__ import annotations
 
-import os
 import sys
 
 import pytest
@@ -14,17 +13,13 @@ from conftest import SYNTHETIC
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import Device, Outcome, ProbeResult, ProbeSpec
-from gpudoctor.process.cancel import CancelScope
-from gpudoctor.process.supervise import supervise
 from gpudoctor.suite.plan import PlannedRun
 from gpudoctor.suite.runner import ProbeInvocation
 from gpudoctor.suite.schedule import (
-    NICENESS_SPAN,
     FaceCallbacks,
     Schedule,
     ScheduledRun,
     ScheduleHandler,
-    niceness_of,
     run_schedule,
     start_order,
 )
@@ -253,31 +248,3 @@ def test_the_loop_runs_what_handlers_add_under_the_same_limit_and_tells_the_face
     ]  # fmt: skip
     assert [r.summary.split(":")[0] for r in shown] == ["KeyError", "skipped", "rerun", "1 + 1 == 2"]  # labelled
     assert handler.idle == 2 and schedule.finished
-
-
-def test_the_longest_expected_runs_keep_their_cpu_and_shorter_ones_go_nicer_in_proportion() -> None:
-    """Where more runs are ready than CPUs, the run that bounds the wall time must not be starved by short ones beside
-    it (the H100's warm run: the slowest probe took 10.6 s alone and 14.2 s beside 23 others)."""
-    plan = [_run("long", stage=3), _run("half", stage=3), _run("short", stage=2), _run("new", stage=2)]
-    schedule = Schedule(plan, jobs=4, expected={"long": 10.0, "half": 5.0, "short": 1.0, "gone": 99.0})
-    niceness = {run.run_id: schedule.niceness(run) for run in schedule.ready()}
-    # "gone" (a run id learned earlier but not planned now) does not count as the longest
-    assert niceness == {"new": 0, "long": 0, "half": 5, "short": 9}
-    assert niceness_of(None, 10.0) == 0 and niceness_of(3.0, 0.0) == 0 and niceness_of(0.0, 5.0) == NICENESS_SPAN
-    one_job = Schedule(plan, jobs=1, expected={"long": 10.0, "short": 1.0})
-    assert {schedule_run.run_id: one_job.niceness(schedule_run) for schedule_run in one_job.ready()} == {"long": 0}
-
-
-def test_a_run_started_nicer_runs_nicer_with_every_thread_it_starts() -> None:
-    """Real processes: the niceness is set right after the exec, so the threads the child starts inherit it."""
-    program = (
-        "import os, threading\n"
-        "seen = []\n"
-        "t = threading.Thread(target=lambda: seen.append(os.getpriority(os.PRIO_PROCESS, 0))); t.start(); t.join()\n"
-        "print(os.getpriority(os.PRIO_PROCESS, 0), seen[0])\n"
-    )
-    base = os.getpriority(os.PRIO_PROCESS, 0)
-    plain = supervise([sys.executable, "-c", program], CancelScope(), 60)
-    nicer = supervise([sys.executable, "-c", program], CancelScope(), 60, niceness=4)
-    assert plain.stdout.text().split() == [str(base), str(base)]
-    assert nicer.stdout.text().split() == [str(min(19, base + 4))] * 2

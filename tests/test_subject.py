@@ -34,7 +34,9 @@ def test_the_kernel_probe_is_declared_in_the_catalog_and_only_the_kernel_runs_it
     assert kernel.script == "kernel.py" and kernel.needs_packages == ("torch", "max")
     assert kernel.devices == (Device.CPU, Device.CUDA) and kernel.timeout_s == 600.0
     assert {"compared_with_cpu", "differs_from_cpu", "not_repeatable"} <= set(kernel.details)
-    assert len(kernel.details) == 15
+    # issue 39's experiments and issue 36's instruments declare what they write, like every probe's detail
+    assert {"ignores_inputs", "accumulates_into_output", "sanitizer_errors", "sanitizer_found"} <= set(kernel.details)
+    assert len(kernel.details) == len(set(kernel.details)) == 20
 
 
 def test_a_catalog_entry_for_an_unknown_subject_is_refused(tmp_path: Path) -> None:
@@ -119,6 +121,7 @@ def test_what_a_sweep_keeps_cells_under_is_each_subjects_fingerprint() -> None:
         "timeout_s": None,
         "kernel": str(CONTROL),
         "kernel_calls": [repr(r) for r in requests],
+        "sanitize": False,  # a cell run under compute-sanitizer is kept apart from one run plainly
     }
     reproducer = Reproducer(("python", str(TESTS / "reproducers" / "segfault_in_thread.py")))
     command = UserCommand(reproducer).fingerprint()

@@ -21,9 +21,25 @@ def _where(error: SanitizerError, own_files: frozenset[str]) -> str:
     return f", launched at {site.file}:{site.line}" if site else ""
 
 
+MAX_FOREACH_KERNEL = ("mogg_for_each_", "mogg_foreach_")  # MAX's names for the kernels it makes of a foreach
+
+
+def _kernel(error: SanitizerError) -> str:
+    """The kernel as the user can find it: its name, its source line where the toolchain emits line info, and for a
+    kernel MAX generated from a custom op's `foreach` (no line info, a name the user never wrote) what it is."""
+    if not error.kernel:
+        return "a kernel"
+    named = f"kernel `{error.kernel}`"
+    if error.source:
+        return f"{named} ({error.source})"
+    if error.kernel.startswith(MAX_FOREACH_KERNEL):
+        return f"{named} (the kernel MAX made of a custom op's `foreach` closure)"
+    return named
+
+
 def describe(error: SanitizerError, own_files: frozenset[str] = frozenset()) -> str:
     """One sentence: what this error says about the user's code."""
-    kernel = f"kernel `{error.kernel}`" + (f" ({error.source})" if error.source else "") if error.kernel else "a kernel"
+    kernel = _kernel(error)
     if error.kind in (ErrorKind.OUT_OF_BOUNDS, ErrorKind.MISALIGNED):
         how = "out of bounds" if error.kind is ErrorKind.OUT_OF_BOUNDS else "at a misaligned address"
         verb = {"read": "reads", "write": "writes"}.get(error.access or "", "accesses")

@@ -69,7 +69,9 @@ class InRun:
     name the environment was searched for, no known issue explains (its texts filled by gpudoctor.knowledge.located),
     answering instead of the general entries ``instead_of`` names (another general entry that matches says more).
     ``stack_only``: the entry blames the stack, so a user's run (a kernel, a command) is not its evidence where
-    gpudoctor's own known-good kernels passed beside it on the same device and stack."""
+    gpudoctor's own known-good kernels passed beside it on the same device and stack; ``where_controls_pass``: the
+    other way round, the entry says the user's code is at fault, so only such a run is its evidence (and the
+    controls that passed are named beside it)."""
 
     evidence: tuple[Evidence, ...] = ()
     toolchain: str | None = None
@@ -81,6 +83,7 @@ class InRun:
     located: bool = False
     instead_of: tuple[str, ...] = ()
     stack_only: bool = False
+    where_controls_pass: bool = False
 
     def search(self, text: str) -> re.Match[str] | None:
         """The first of ``patterns`` found in ``text``, unless one of ``unless`` is there too."""

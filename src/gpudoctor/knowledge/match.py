@@ -15,7 +15,7 @@ from packaging.version import InvalidVersion, Version
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.knowledge.answer import answer
 from gpudoctor.knowledge.before import seen_before
-from gpudoctor.knowledge.checks.report import controls_pass_beside
+from gpudoctor.knowledge.checks.report import controls_beside, controls_pass_beside
 from gpudoctor.knowledge.entry import ANY_PROBE, Evidence, Explanation, Knowledge
 from gpudoctor.knowledge.load import load_knowledge
 from gpudoctor.knowledge.registry import REGISTRY
@@ -164,7 +164,12 @@ def match_findings(report: Report, entries: Knowledge | Iterable[Explanation] | 
                    if _matches(ev, r) and _emitted_by(entry, r, knowledge)]  # fmt: skip
         if entry.in_run is not None and entry.in_run.stack_only:
             matched = [(ev, r) for ev, r in matched if not controls_pass_beside(report, r)]
+        if entry.in_run is not None and entry.in_run.where_controls_pass:
+            matched = [(ev, r) for ev, r in matched if controls_pass_beside(report, r)]
         evidence = [_describe(ev, r, values) for ev, r in matched]
+        if entry.in_run is not None and entry.in_run.where_controls_pass:
+            beside = {c.id: c for _, r in matched for c in controls_beside(report, r)}
+            evidence += [f"{c.id} passes on the same device and stack: {c.summary}" for c in beside.values()]
         predicated = [seen for name in entry.over_report for seen in checks[name].report(report)]  # type: ignore[misc]
         evidence += [text for text, _ in predicated]
         if not evidence:

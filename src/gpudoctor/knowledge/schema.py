@@ -54,6 +54,7 @@ class InRunShape:
     located: bool = False
     instead_of: tuple[str, ...] = ()
     stack_only: bool = False
+    where_controls_pass: bool = False
 
 
 @dataclass(frozen=True)

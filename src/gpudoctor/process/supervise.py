@@ -10,7 +10,6 @@ left in its group or started outside it (setsid, a double fork) is found, ended 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import threading
@@ -112,14 +111,12 @@ def supervise(
     on_deadline: Callable[[int], None] | None = None,
     deadline_grace_s: float = 0.0,
     watchers: Sequence[Watcher] = (),
-    niceness: int = 0,
 ) -> Ended:
     """Run ``argv`` to its end (see the module docstring). ``stdout_limit`` overrides ``capture_limit`` for stdout
     (an answer can be longer than the log kept beside it). At ``timeout_s``, ``on_deadline(pid)`` runs (still owned
     by ``scope``), the child has ``deadline_grace_s`` to end, then its group is killed. A scope cancelled before the
     start raises Cancelled; one cancelled during the run kills the group and the ending says so. OSError: it could
-    not be started. ``niceness`` > 0 runs the child that many steps nicer than gpudoctor (the schedule's word that
-    other runs are on the critical path); where the OS refuses, it runs as it is."""
+    not be started."""
     if scope.cancelled:
         raise Cancelled(scope.reason or "cancelled")
     token = uuid.uuid4().hex
@@ -131,8 +128,6 @@ def supervise(
             start_new_session=True, env=child_env, cwd=cwd,
         )  # fmt: skip
         assert process.stdout is not None and process.stderr is not None
-        if niceness > 0:
-            lower_priority(process.pid, niceness)
         readers = [TailReader(process.stdout, stdout_limit or capture_limit), TailReader(process.stderr, capture_limit)]
         reaper = _Reaper(process)
         stop = threading.Event()
@@ -166,17 +161,6 @@ def supervise(
         started=started, ended=reaper.ended, cpu_s=reaper.cpu_s, peak_rss_mib=reaper.peak_rss_mib,
         stdout=readers[0].tail(), stderr=readers[1].tail(), left_running=left,
     )  # fmt: skip
-
-
-MAX_NICENESS = 19
-
-
-def lower_priority(pid: int, by: int) -> None:
-    """Make ``pid`` ``by`` steps nicer than this process (at most 19). Called right after the exec, before the child's
-    interpreter can have started a thread: Linux keeps a niceness per thread, and the threads started later inherit
-    it."""
-    with contextlib.suppress(OSError):
-        os.setpriority(os.PRIO_PROCESS, pid, min(MAX_NICENESS, os.getpriority(os.PRIO_PROCESS, 0) + by))
 
 
 def _end_what_is_left(tracker: Tracker, pgid: int, *, with_it: bool, at_once: bool) -> tuple[LeftProcess, ...]:

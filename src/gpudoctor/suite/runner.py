@@ -111,12 +111,11 @@ def interrupted_result(invocation: ProbeInvocation, reason: str, duration_s: flo
     )
 
 
-def run_probe(invocation: ProbeInvocation, cancel: CancelScope | None = None, niceness: int = 0) -> ProbeResult:
+def run_probe(invocation: ProbeInvocation, cancel: CancelScope | None = None) -> ProbeResult:
     """Start the probe under the supervisor (process.supervise), and classify how it ended.
 
     The probe's process group belongs to ``cancel`` while it runs: cancelling the scope kills it at once and
-    the result is INTERRUPTED (as when the user quits, or a prerequisite run in parallel has failed). ``niceness``:
-    how many steps nicer than the doctor it runs (``Schedule.niceness``).
+    the result is INTERRUPTED (as when the user quits, or a prerequisite run in parallel has failed).
     """
     owner = cancel if cancel is not None else CancelScope()
     if owner.cancelled:
@@ -140,7 +139,7 @@ def run_probe(invocation: ProbeInvocation, cancel: CancelScope | None = None, ni
         try:
             ended = supervise(
                 invocation.argv(), owner, invocation.timeout_s, env=env, cwd=scratch, capture_limit=CAPTURE_LIMIT,
-                on_deadline=_dump_threads, deadline_grace_s=_DUMP_GRACE_S, niceness=niceness,
+                on_deadline=_dump_threads, deadline_grace_s=_DUMP_GRACE_S,
             )  # fmt: skip
         except Cancelled as stopped:  # cancelled between the check above and the start
             return interrupted_result(invocation, stopped.message)

@@ -52,19 +52,6 @@ def _shortened(text: str) -> str:
     return first if len(first) <= OWN_REASON_CHARS else first[: OWN_REASON_CHARS - 1] + "…"
 
 
-NICENESS_SPAN = 10  # the shortest runs beside the longest expected run this many steps nicer (CFS: about 9x less CPU)
-
-
-def niceness_of(expected_s: float | None, longest_s: float) -> int:
-    """How much nicer than the doctor a run goes, from what earlier runs took: 0 for the longest expected run (and
-    for one with no learned duration, which may be long), up to ``NICENESS_SPAN`` for the shortest, in proportion.
-    Where more runs are ready than CPUs, the kernel then gives the runs that bound the wall time their CPU first; a
-    CPU nobody else wants goes to a nice run at full speed, so no run waits for nothing."""
-    if expected_s is None or longest_s <= 0:
-        return 0
-    return max(0, min(NICENESS_SPAN, round(NICENESS_SPAN * (1 - expected_s / longest_s))))
-
-
 def start_order(run: PlannedRun, expected: Mapping[str, float]) -> tuple[int, float, float]:
     """Sort key of a run's start: runs with no learned duration first (a new probe, a first run on this machine,
     a run that did not end last time: each may be long), later stages first among them (they build on more:
@@ -217,15 +204,6 @@ class Schedule:
         self._rounds.append(_Round(runs, given or {}, self._order))
         return len(self._rounds) - 1
 
-    def niceness(self, run: ScheduledRun) -> int:
-        """How much nicer than the doctor ``run``'s process goes (``niceness_of``); 0 with one job, or nothing
-        learned: the longest expected runs keep their CPU while the short ones beside them yield it."""
-        if self._order is None:
-            return 0
-        planned = {run_id for round_ in self._rounds for run_id in round_.runs}
-        longest = max((self._order[run_id] for run_id in planned if run_id in self._order), default=0.0)
-        return niceness_of(self._order.get(run.run_id), longest)
-
     def ready(self) -> list[ScheduledRun]:
         """The runs to start now, in start order, as many as free job slots allow (none once stopped)."""
         free = 0 if self.stopped is not None else self.jobs - len(self._running)
@@ -356,8 +334,7 @@ def run_schedule(schedule: Schedule, handlers: Sequence[ScheduleHandler] = ()) -
                 for run in schedule.ready():
                     for handler in handlers:
                         handler.on_start(schedule, run)
-                    scope = schedule.started(run)
-                    running[pool.submit(run_probe, run.run.invocation, scope, schedule.niceness(run))] = run
+                    running[pool.submit(run_probe, run.run.invocation, schedule.started(run))] = run
                 if not running and not schedule.finished and schedule.stopped is None:
                     raise GpuDoctorError("probe plan is stuck: " + ", ".join(schedule.stuck()))
                 done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)

@@ -38,17 +38,20 @@ def _kernel_runs(report: Report) -> list[tuple[ProbeResult, ProbeResult | None]]
     return [(r, report.result(_control_id(r))) for r in report.results if r.probe == KERNEL_PROBE]
 
 
-def controls_pass_beside(report: Report, result: ProbeResult) -> bool:
-    """Whether gpudoctor's own known-good kernels passed beside a user's run on the same device and stack: a kernel
-    run's control (custom-op on that device), or every control run beside a failing command. False for gpudoctor's
-    own probes, and where no control ran."""
+def controls_beside(report: Report, result: ProbeResult) -> list[ProbeResult]:
+    """gpudoctor's own known-good runs beside a user's run on the same device and stack: a kernel run's control
+    (custom-op on that device), or the controls run beside a command (``_controls``); none for its own probes."""
     if result.probe == KERNEL_PROBE:
         control = report.result(_control_id(result))
-        return control is not None and control.outcome is Outcome.PASS
-    if result.id == RUN_ID:
-        controls = _controls(report)
-        return bool(controls) and all(r.outcome is Outcome.PASS for r in controls)
-    return False
+        return [] if control is None else [control]
+    return _controls(report) if result.id == RUN_ID else []
+
+
+def controls_pass_beside(report: Report, result: ProbeResult) -> bool:
+    """Whether gpudoctor's own known-good kernels passed beside a user's run on the same device and stack: a kernel
+    run's control, or every control run beside a command. False for gpudoctor's own probes, and where none ran."""
+    controls = controls_beside(report, result)
+    return bool(controls) and all(r.outcome is Outcome.PASS for r in controls)
 
 
 def _scanned_ops(report: Report, called: bool) -> list[KernelOp]:
@@ -139,9 +142,11 @@ def reproducer_instruments_located(report: Report) -> list[PredicateEvidence]:
 
 
 def _controls(report: Report) -> list[ProbeResult]:
-    """gpudoctor's own probes run on the GPU beside a failing command whose fault the instruments located."""
+    """gpudoctor's own probes run on the GPU beside a command whose fault the instruments located: one that failed,
+    or one that passed and compute-sanitizer caught anyway (`run --sanitize`: a read out of bounds that printed a
+    plausible answer)."""
     command = report.result(RUN_ID)
-    if command is None or not command.outcome.is_problem:
+    if command is None:
         return []
     from gpudoctor.instruments.explain import instrument_lines
 
@@ -187,33 +192,6 @@ def kernel_crashes_where_control_passes(report: Report) -> list[PredicateEvidenc
             )
             evidence.append((text, kernel.id))
     return evidence
-
-
-@predicate("kernel_faults_where_control_passes")
-def kernel_faults_where_control_passes(report: Report) -> list[PredicateEvidence]:
-    """A kernel run that failed on the GPU with a fault (the words of the general ``cuda-kernel-fault`` entry) while
-    gpudoctor's control kernel passed on the same GPU and stack (a run under compute-sanitizer is left to the
-    sanitizer's predicates: the tool itself stops a kernel it caught, with a fault's words)."""
-    from gpudoctor.instruments.reruns import SanitizerDetail
-    from gpudoctor.knowledge.load import load_knowledge
-    from gpudoctor.knowledge.match import searchable
-
-    fault = next((entry.in_run for entry in load_knowledge() if entry.id == GPU_FAULT_ENTRY), None)
-    evidence: list[PredicateEvidence] = []
-    for kernel, control in _kernel_runs(report):
-        if kernel.device is not Device.CUDA or not kernel.outcome.is_problem or fault is None:
-            continue
-        if SanitizerDetail.ERRORS in kernel.details:
-            continue
-        if control is None or control.outcome is not Outcome.PASS:
-            continue
-        if (found := fault.search(searchable(kernel))) is not None:
-            evidence.append((f"{kernel.id} {kernel.outcome.value} with {found.group('fault')}", kernel.id))
-            evidence.append((f"{control.id} passes on the same GPU and stack: {control.summary}", control.id))
-    return evidence
-
-
-GPU_FAULT_ENTRY = "cuda-kernel-fault"
 
 
 @predicate("control_fails_with_kernel")
