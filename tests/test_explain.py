@@ -81,3 +81,14 @@ def test_control_characters_never_reach_the_terminal_and_nothing_private_is_writ
     assert rc == 1 and "\x1b" not in plain and "\x07" not in plain
     rc, out, _ = _explain(tmp_path, log, "--json")
     assert "alice" not in out and "cuda-kernel-fault" in {f["id"] for f in json.loads(out)["findings"]}
+
+
+def test_the_interactive_view_needs_a_file_and_a_terminal(tmp_path: Path) -> None:
+    """`explain --tui` reads the terminal for keys, so the log must come from a file; without a terminal it says so
+    (the app itself is tested with Pilot in tests/test_tui.py)."""
+    log = tmp_path / "ci.log"
+    log.write_text("ModuleNotFoundError: No module named 'max.torch'\n")
+    for args, words in ((["--tui", "-"], "give the log as a file"), (["--tui", str(log)], "--tui needs a terminal")):
+        completed = run_cli("explain", *args, timeout=60)
+        assert completed.returncode == 2, completed.stderr
+        assert words in completed.stderr and len(completed.stderr.strip().splitlines()) == 1, completed.stderr

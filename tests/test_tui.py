@@ -395,3 +395,37 @@ async def _patch_rerun_in_the_table(tmp_path: Path) -> None:
         carried = app.results["after-import"]
         assert carried.outcome is Outcome.PASS and carried.summary.startswith("with patch float8-e8m0fnu-alias: ")
         assert app.report is not None and app.report.result("max-import").outcome is Outcome.FAIL  # type: ignore[union-attr]
+
+
+def test_a_pasted_log_in_the_app(tmp_path: Path) -> None:
+    """`gpudoctor explain --tui FILE`: the log is the one run of its subject; the app shows its row, the log's error
+    lines in the details pane and the finding the knowledge makes of them, and exports the report like every face."""
+    asyncio.run(_pasted_log(tmp_path))
+
+
+async def _pasted_log(tmp_path: Path) -> None:
+    from gpudoctor.reproducer.pasted import PastedLog
+    from gpudoctor.tui.widgets import findings_text
+
+    log = (
+        "step 3/4: tests\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 12, in <module>\n'
+        "    from max.torch import CustomOpLibrary\n"
+        "ModuleNotFoundError: No module named 'max.torch'\n"
+    )
+    app = DoctorApp(DoctorOptions(), export_dir=tmp_path, subject=PastedLog(log, "ci.log"))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await _wait_for_report(app, pilot)
+        assert app.report is not None and [(r.id, r.outcome) for r in app.report.results] == [("log", Outcome.FAIL)]
+        assert app.query_one("#probes").row_count == 1
+        await _select(app, pilot, "log")
+        details = app.details_text("log").plain
+        assert "No module named 'max.torch'" in details
+        shown = findings_text(app.report).plain
+        assert "max.torch moved to max.experimental.torch" in shown
+        (moved,) = [f for f in app.report.findings if f.id == "max-torch-moved"]
+        assert moved.runs == ("log",)
+        await pilot.press("m")
+        assert "No module named 'max.torch'" in (tmp_path / "gpudoctor-report.md").read_text()
+        await pilot.press("q")

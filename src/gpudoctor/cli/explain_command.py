@@ -4,9 +4,12 @@ against this machine's inventory, or --python's, by the same knowledge as every 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
-from gpudoctor.cli.common import OneLineParser, add_report_file_arguments, run_and_report
+from gpudoctor.cli.common import OneLineParser, add_report_file_arguments, report_files, run_and_report
+from gpudoctor.errors import GpuDoctorError
+from gpudoctor.handoff import DoctorAppRequest
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,22 +25,25 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--json", action="store_true", help="print one JSON document")
     output.add_argument("--markdown", action="store_true", help="print a Markdown report for a bug report")
     output.add_argument("--plain", action="store_true", help="plain text (the default)")
+    output.add_argument("--tui", action="store_true", help="the interactive view, on a terminal")
     parser.add_argument("--python", metavar="PATH", help="the interpreter whose stack the log is judged against")
     add_report_file_arguments(parser)
     return parser
 
 
-def run(argv: Sequence[str]) -> int:
-    from gpudoctor.doctor import looked_up, make_report
-    from gpudoctor.facts.interpreter import resolve_python
-    from gpudoctor.facts.inventory import collect_environment
-    from gpudoctor.reproducer.log import log_result, read_log
+def run(argv: Sequence[str]) -> int | DoctorAppRequest:
+    from gpudoctor.doctor import DoctorOptions, examine
+    from gpudoctor.reproducer.log import read_log
+    from gpudoctor.reproducer.pasted import PastedLog
 
     options = build_parser().parse_args(list(argv))
+    if options.tui and options.log == "-":
+        raise GpuDoctorError("--tui reads the terminal: give the log as a file (gpudoctor explain --tui FILE)")
     text, name = read_log(options.log)  # before anything runs: what cannot be read is one line, exit 2
-    result = log_result(text, name)
-    python = resolve_python(options.python)
-    return run_and_report(
-        lambda scope: make_report(collect_environment(python, cancel=scope), looked_up([result], python, scope)),
-        options,
-    )
+    subject = PastedLog(text, name)
+    doctor_options = DoctorOptions(python=options.python, jobs=1)
+    if options.tui:
+        if not sys.stdout.isatty():
+            raise GpuDoctorError("--tui needs a terminal; use --plain, --json or --markdown")
+        return DoctorAppRequest(subject, doctor_options, report_files(options))
+    return run_and_report(lambda scope: examine(subject, doctor_options, cancel=scope), options)

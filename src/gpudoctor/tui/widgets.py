@@ -17,8 +17,8 @@ from textual.widgets import DataTable, Static
 
 from gpudoctor.matrix import Nearness, near_lines
 from gpudoctor.model import Environment, Outcome, ProbeResult, Report
+from gpudoctor.protocol import OWN_RUN_IDS
 from gpudoctor.report.text import cost_line, environment_rows, where_it_died
-from gpudoctor.reproducer.command import RUN_ID
 from gpudoctor.safetext import safe_text
 from gpudoctor.suite.plan import PlannedRun
 
@@ -93,9 +93,9 @@ class ProbeTable(DataTable[Text]):
 
     def show_result(self, result: ProbeResult) -> None:
         if result.id not in self.rows:
-            if result.probe != RUN_ID:
+            if result.probe not in OWN_RUN_IDS:
                 return
-            # `gpudoctor run`: the user's command is the one run, not planned from the catalog
+            # `gpudoctor run` and `explain`: the user's command or log is the one run, not planned from the catalog
             self.add_row(Text("-"), Text(""), plain(result.id), Text(""), plain(result.command), key=result.id)
         self.update_cell(result.id, "status", Text(result.outcome.word, style=OUTCOME_STYLES[result.outcome]))
         self.update_cell(result.id, "time", Text(f"{result.duration_s:5.1f} s"))
