@@ -153,6 +153,11 @@ SANITIZED = {
         "out of bounds (thread (116,0,0) of block (3,0,0), 1 bytes after the nearest allocation, which holds 4,000 "
         "bytes), launched at triton_silent_oob_read.py:19",
     ],
+    "numba_oob_write": [  # recorded with numpy 2.4.6: the image's numpy 2.5.2 breaks numba-cuda 0.30.4 (below)
+        "compute-sanitizer memcheck: kernel `__main__::shift_right` writes 4 bytes of global memory out of bounds "
+        "(thread (255,0,0) of block (3,0,0), 1 bytes after the nearest allocation, which holds 4,096 bytes), "
+        "launched at numba_oob_write.py:15",
+    ],
     "mojo_oob_read": [  # the Mojo op through CustomOpLibrary: the kernel MAX generated for its foreach
         "compute-sanitizer memcheck: kernel `mogg_for_each_r2_w4_b256_gs_False_825399b6` reads 4 bytes of global "
         "memory out of bounds (thread (64,0,0) of block (8,0,0), 240 bytes before the nearest allocation",
@@ -180,8 +185,26 @@ def test_on_the_h100_run_sanitize_names_the_silent_programs_access_and_the_contr
     beside = [r for r in report.results if r.id != "reproducer"]  # with what they build on (max-import: no device)
     assert beside and all(r.outcome.value == "pass" for r in beside)
     assert set(verdict.runs) == {r.id for r in beside if r.device.value == "cuda"}
-    wanted = {"triton_silent_oob_read": "triton/cuda", "mojo_oob_read": "custom-op/cuda"}[program]
+    wanted = {"triton_silent_oob_read": "triton/cuda", "mojo_oob_read": "custom-op/cuda", "numba_oob_write":
+              "numba-cuda/cuda"}[program]  # fmt: skip
     assert wanted in verdict.runs
+
+
+def test_on_the_h100s_image_numpy_2_5_broke_numba_cuda_and_run_says_which_name_and_who_asked() -> None:
+    """The same numba program on the GPU machine as it came (numpy 2.5.2, numba-cuda 0.30.4): numba-cuda fails before
+    any kernel runs, and gpudoctor's own numba probe fails beside it the same way, so the verdict is the stack's; the
+    environment lookup names the missing name, where numpy keeps it now, and which package asked for it."""
+    from gpudoctor.knowledge import match_findings
+
+    report = _recorded("numba_oob_write-numpy2.5")
+    findings = {f.id: f for f in match_findings(report)}
+    assert "gpu-fault-is-the-programs-not-the-stacks" not in findings
+    assert findings["gpu-fault-in-the-stack-too"].runs == ("numba-cuda/cuda",)
+    located = findings["missing-name-located"]
+    assert located.title.startswith("module 'numpy' has no attribute 'row_stack': numpy 2.5.2 has it in numpy.ma")
+    evidence = "\n".join(located.evidence)
+    assert "numba-cuda 0.30.4 asked for it (numba_cuda/numba/cuda/np/arrayobj.py:6860)" in evidence
+    assert set(located.runs) == {"reproducer", "numba-cuda/cuda"}
 
 
 def test_the_control_beside_a_failing_program_is_chosen_from_what_it_loaded() -> None:

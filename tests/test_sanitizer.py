@@ -118,3 +118,21 @@ def test_a_kernel_max_made_of_a_foreach_is_said_to_be_one() -> None:
         " reads 4 bytes of global memory out of bounds"
     )
     assert describe(dataclasses.replace(error, source=None)).startswith("kernel `saxpy` reads")
+
+
+def test_initcheck_on_a_copy_to_the_host_is_said_to_be_a_copy_not_a_kernel() -> None:
+    """numba_oob_write under `run --sanitize` on the H100: its kernel never writes out[0], and initcheck flags the
+    program's copy of `out` back to the host, a host API call, not a kernel (the H100 recording said "a kernel")."""
+    import dataclasses
+
+    from gpudoctor.instruments.explain import describe
+    from gpudoctor.instruments.sanitizer import ErrorKind
+
+    error = parse(_report("cupy_no_bounds")).errors[0]
+    copy = dataclasses.replace(
+        error, kind=ErrorKind.UNINITIALIZED, kernel=None, source=None,
+        headline="Host API memory access error at host access to 0x7f9ba4801000 of size 4,096 bytes",
+    )  # fmt: skip
+    said = describe(copy)
+    assert said.startswith("a copy from the GPU reads memory no kernel wrote (Host API memory access error")
+    assert ", called at " in said or "launched" not in said

@@ -16,9 +16,9 @@ def _triple(values: tuple[int, int, int] | None) -> str:
     return "(" + ",".join(str(v) for v in values) + ")" if values else "?"
 
 
-def _where(error: SanitizerError, own_files: frozenset[str]) -> str:
+def _where(error: SanitizerError, own_files: frozenset[str], verb: str = "launched") -> str:
     site = error.launch_site(own_files)
-    return f", launched at {site.file}:{site.line}" if site else ""
+    return f", {verb} at {site.file}:{site.line}" if site else ""
 
 
 MAX_FOREACH_KERNEL = ("mogg_for_each_", "mogg_foreach_")  # MAX's names for the kernels it makes of a foreach
@@ -56,6 +56,11 @@ def describe(error: SanitizerError, own_files: frozenset[str] = frozenset()) -> 
     if error.kind is ErrorKind.DEVICE_ASSERT:
         return f"a device-side assert fired in thread {_triple(error.thread)} of block {_triple(error.block)}" + _where(
             error, own_files
+        )
+    if error.kind is ErrorKind.UNINITIALIZED and error.kernel is None and error.headline.startswith("Host API"):
+        # initcheck on a copy to the host: what the program reads back holds elements no kernel wrote
+        return f"a copy from the GPU reads memory no kernel wrote ({error.headline})" + _where(
+            error, own_files, "called"
         )
     if error.kind is ErrorKind.UNINITIALIZED:
         return f"{kernel} reads memory nothing wrote ({error.headline})" + _where(error, own_files)
