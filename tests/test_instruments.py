@@ -49,7 +49,8 @@ def test_a_failed_program_is_rerun_synchronously_and_under_memcheck_with_the_all
     runs, not_run = plan_reruns(["python", "prog.py"], {"PYTHONPATH": "/mine"}, gpus=1, sanitizer=sanitizer,
                                 exited_cleanly=False)  # fmt: skip
     assert not_run == [] and [r.instrument for r in runs] == [Instrument.SYNCHRONOUS, Instrument.MEMCHECK]
-    assert runs[0].argv == ("python", "prog.py") and runs[0].env == {"CUDA_LAUNCH_BLOCKING": "1"}
+    assert runs[0].argv == ("python", "prog.py")
+    assert runs[0].env == {"CUDA_LAUNCH_BLOCKING": "1", "MODULAR_DEBUG": "device-sync-mode,source-tracebacks"}
     memcheck = runs[1]
     assert memcheck.argv[:5] == (str(tmp_path / "compute-sanitizer"), "--tool", "memcheck", "--print-limit", "20")
     assert memcheck.env["PYTORCH_NO_CUDA_MEMORY_CACHING"] == "1"
@@ -92,3 +93,22 @@ def test_the_inventory_lists_the_compute_sanitizer_the_instruments_would_run(tmp
     empty.mkdir()
     bare = json.loads(run_cli("--no-probes", "--json", env={**os.environ, "CUDA_HOME": str(empty)}).stdout)
     assert "compute_sanitizer" not in bare["environment"]["stack"]["build"]
+
+
+def test_maxs_own_synchronous_switches_join_the_users_options_and_a_release_ignores_what_it_lacks() -> None:
+    """MAX launches from its own threads, so CUDA_LAUNCH_BLOCKING alone does not make its error name the op: its
+    options do. Appended to what the user set; real MAX here reads them (and ignores, with a warning, an option it
+    does not know, so an older release runs the rerun as it is)."""
+    from gpudoctor.instruments.reruns import synchronous_env
+
+    assert synchronous_env({"MODULAR_DEBUG": "nan-check,source-tracebacks"})["MODULAR_DEBUG"] == (
+        "nan-check,source-tracebacks,device-sync-mode"
+    )
+    program = (
+        "from max.engine import InferenceSession as S; print(bool(S.debug.source_tracebacks), "
+        "bool(S.debug.device_sync_mode))"
+    )
+    env = {**os.environ, **synchronous_env({"MODULAR_DEBUG": "not-an-option"})}
+    done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.split() == ["True", "True"], done.stderr
+    assert "unknown option 'not-an-option'; ignoring" in done.stderr

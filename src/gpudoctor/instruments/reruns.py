@@ -17,6 +17,19 @@ PRINT_LIMIT = 20  # errors the sanitizer prints in full: the first ones name the
 HOOKS = Path(__file__).with_name("hooks")
 # Each stack's switch for launching synchronously; CUDA_LAUNCH_BLOCKING serves the runtime and driver APIs alike.
 SYNCHRONOUS_ENV = {"CUDA_LAUNCH_BLOCKING": "1"}
+# MAX's own: its options list (MODULAR_DEBUG, comma-separated; an option a release does not know is ignored with a
+# warning) — device-sync-mode waits for each kernel, so its error names the op that faulted, and source-tracebacks
+# makes that error name the Python line that built the op, as MAX's own message advises.
+MAX_DEBUG_ENV = "MODULAR_DEBUG"
+MAX_SYNCHRONOUS_OPTIONS = ("device-sync-mode", "source-tracebacks")
+
+
+def synchronous_env(env: Mapping[str, str]) -> dict[str, str]:
+    """What the synchronous rerun adds to the command's environment: CUDA's switch, and MAX's options appended to
+    the user's own MODULAR_DEBUG (never replacing it)."""
+    options = [o for o in env.get(MAX_DEBUG_ENV, "").split(",") if o.strip()]
+    options += [o for o in MAX_SYNCHRONOUS_OPTIONS if o not in options]
+    return {**SYNCHRONOUS_ENV, MAX_DEBUG_ENV: ",".join(options)}
 # Caching allocators off: torch by its variable; CuPy's pools by the hook on PYTHONPATH; numba-cuda allocates
 # through the driver unless told otherwise. MAX has no documented switch (its buffers stay pooled).
 ALLOCATORS_OFF_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
@@ -68,7 +81,7 @@ def plan_reruns(
         return [], [NotRun(instrument, why) for instrument in wanted]
     runs: list[InstrumentedRun] = []
     if not exited_cleanly:
-        runs.append(InstrumentedRun(Instrument.SYNCHRONOUS, tuple(argv), dict(SYNCHRONOUS_ENV)))
+        runs.append(InstrumentedRun(Instrument.SYNCHRONOUS, tuple(argv), synchronous_env(env)))
     if sanitizer is None:
         missing = f"compute-sanitizer not found (CUDA_HOME, PATH, pip's wheel): {INSTALL_HINT}"
         return runs, [NotRun(Instrument.MEMCHECK, missing)]
