@@ -190,6 +190,33 @@ def test_on_the_h100_run_sanitize_names_the_silent_programs_access_and_the_contr
     assert wanted in verdict.runs
 
 
+def test_on_the_h100_a_mojo_op_that_faults_is_named_by_its_call_its_kernel_and_access_and_not_blamed_on_max() -> None:
+    """tests/faulty_programs/mojo_fault.py (a Mojo op through CustomOpLibrary reading through a pointer taken from its
+    output) under `gpudoctor run` on the H100: the synchronous rerun, with MAX's own switches, raises at the line that
+    called the op; memcheck names the kernel MAX made of its foreach, the access and how far it fell; gpudoctor's
+    custom op and the other stacks' controls pass beside it, so the verdict is the program's, and MAX's known
+    illegal-address failure on another GPU is not said."""
+    from gpudoctor.knowledge import match_findings
+
+    report = _recorded("mojo_fault")
+    command = report.result("reproducer")
+    assert (
+        command is not None and command.outcome.value == "fail" and "CUDA_ERROR_ILLEGAL_ADDRESS" in command.stderr_tail
+    )
+    findings = {f.id: f for f in match_findings(report)}
+    evidence = "\n".join(findings["gpu-instruments-located-the-fault"].evidence)
+    assert (
+        "run synchronously (CUDA_LAUNCH_BLOCKING=1) it raises at mojo_fault.py:16: `ops.add_into(out, x)`" in evidence
+    )
+    assert (
+        "kernel `mogg_for_each_r2_w4_b256_gs_False_5e8f825b` (the kernel MAX made of a custom op's `foreach` closure) "
+        "reads 8 bytes of global memory out of bounds (thread (0,0,0) of block (0,0,0), 234,591,457 bytes after the "
+        "nearest allocation"
+    ) in evidence
+    assert "custom-op/cuda" in findings["gpu-fault-is-the-programs-not-the-stacks"].runs
+    assert "max-cuda-illegal-address" not in findings and "cuda-kernel-fault-mojo" in findings
+
+
 def test_on_the_h100s_image_numpy_2_5_broke_numba_cuda_and_run_says_which_name_and_who_asked() -> None:
     """The same numba program on the GPU machine as it came (numpy 2.5.2, numba-cuda 0.30.4): numba-cuda fails before
     any kernel runs, and gpudoctor's own numba probe fails beside it the same way, so the verdict is the stack's; the

@@ -136,6 +136,19 @@ def test_recorded_h100_kernel_that_faults_on_the_gpu_is_named_the_kernels_fault_
     assert "--sanitize" in findings["cuda-kernel-fault-mojo"].fix
 
 
+def test_recorded_h100_sanitize_names_the_access_of_the_kernel_that_faults() -> None:
+    """`kernel tests/kernels/races --sanitize` on the H100: memcheck names the out-of-bounds read of MAX's foreach
+    kernel (the pointer taken from the output in `execute`), and the control runs clean under the same tool."""
+    _, findings = _recorded("races-sanitize.json")
+    caught = "\n".join(findings["kernel-sanitizer-caught"].evidence)
+    assert (
+        "(the kernel MAX made of a custom op's `foreach` closure) reads 8 bytes of global memory out of bounds"
+        in caught
+    )
+    assert "kernel-sanitizer-control-clean" in findings and "gpu-fault-is-the-kernels-not-the-stacks" in findings
+    assert "max-cuda-illegal-address" not in findings
+
+
 def test_the_same_fault_with_the_control_failing_beside_it_is_the_stacks() -> None:
     """The other side of the control: where gpudoctor's own kernel dies the same way, MAX on this GPU is at fault."""
     import dataclasses

@@ -30,6 +30,8 @@ def synchronous_env(env: Mapping[str, str]) -> dict[str, str]:
     options = [o for o in env.get(MAX_DEBUG_ENV, "").split(",") if o.strip()]
     options += [o for o in MAX_SYNCHRONOUS_OPTIONS if o not in options]
     return {**SYNCHRONOUS_ENV, MAX_DEBUG_ENV: ",".join(options)}
+
+
 # Caching allocators off: torch by its variable; CuPy's pools by the hook on PYTHONPATH; numba-cuda allocates
 # through the driver unless told otherwise. MAX has no documented switch (its buffers stay pooled).
 ALLOCATORS_OFF_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
