@@ -331,3 +331,37 @@ def test_the_reruns_name_what_the_stand_in_sanitizer_printed(tmp_path: Path, mon
         "`raise RuntimeError('Triton Error [CUDA]: illegal address')`"
     )
     assert lines[1].startswith("compute-sanitizer memcheck: kernel `scale_rows` (triton_wrong_stride.py:14) writes")
+
+
+def test_a_synchronous_rerun_that_raises_where_the_command_did_locates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error that was never asynchronous (numba-cuda's AttributeError on the H100 image's numpy 2.5): the
+    synchronous rerun raises on the same line and compute-sanitizer finds nothing, so no instrument located anything
+    and the report does not say the GPU's instruments named where the program goes wrong. Real processes; a stand-in
+    prints a clean sanitizer summary."""
+    import os
+    import subprocess
+
+    from gpudoctor.model import Device, Outcome, ProbeResult
+    from gpudoctor.reproducer.command import Reproducer
+    from gpudoctor.reproducer.instrumented import rerun_with_instruments
+
+    stand_in = tmp_path / "bin" / "compute-sanitizer"
+    stand_in.parent.mkdir()
+    stand_in.write_text('#!/bin/sh\nshift 4\n"$@"\nstatus=$?\necho "========= ERROR SUMMARY: 0 errors"\nexit $status\n')
+    stand_in.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{stand_in.parent}:{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    script = tmp_path / "prog.py"
+    script.write_text("import types\nnp = types.SimpleNamespace()\n\n\nstacked = np.row_stack\n")
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
+    assert plain.returncode == 1 and "AttributeError" in plain.stderr
+    failed = ProbeResult(id="reproducer", probe="reproducer", device=Device.NONE, outcome=Outcome.FAIL,
+                         duration_s=1.0, summary="failed", stderr_tail=plain.stderr)  # fmt: skip
+    reproducer = Reproducer(argv=(sys.executable, str(script)), cwd=tmp_path, timeout_s=60)
+    result = rerun_with_instruments(reproducer, failed, _h100_environment())
+    synchronous, memcheck = result.details[ReproducerDetail.INSTRUMENTS]
+    assert synchronous["raised_at"] == "prog.py:5: `stacked = np.row_stack`" and synchronous["raised_at_as_before"]
+    assert memcheck["errors"] == 0
+    assert instrument_lines(result.details) == []

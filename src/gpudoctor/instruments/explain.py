@@ -103,10 +103,13 @@ def summarise(report: SanitizerReport, own_files: Iterable[str] = ()) -> list[st
 
 
 def instrument_lines(details: Mapping[str, Any]) -> list[str]:
-    """What the instruments said, one line each, for the report's evidence."""
+    """What the instruments said, one line each, for the report's evidence: what compute-sanitizer named, and where
+    the synchronous rerun raised unless that is where the command itself had (an error that was never asynchronous,
+    an AttributeError say: the traceback said it already, and no GPU instrument located anything)."""
     lines = []
     for said in details.get(ReproducerDetail.INSTRUMENTS) or ():
-        if said.get("instrument") == Instrument.SYNCHRONOUS.value and said.get("raised_at"):
+        synchronous = said.get("instrument") == Instrument.SYNCHRONOUS.value
+        if synchronous and said.get("raised_at") and not said.get("raised_at_as_before"):
             lines.append(f"run synchronously (CUDA_LAUNCH_BLOCKING=1) it raises at {said['raised_at']}")
         lines += [f"compute-sanitizer {said['instrument']}: {line}" for line in said.get("found") or ()]
     return lines

@@ -92,6 +92,10 @@ def rerun_with_instruments(
             break  # the session was stopped: keep what the instruments said so far
         except OSError as error:
             not_run.append(NotRun(run.instrument, f"could not start: {error}"))
+    before = raising_line(result.stderr_tail or "", _own_files(reproducer))
+    for one in said:  # a synchronous rerun that raised where the command had: it says nothing the traceback did not
+        if one["instrument"] == Instrument.SYNCHRONOUS.value and before is not None and one.get("raised_at") == before:
+            one["raised_at_as_before"] = True
     details: dict[str, Any] = {}
     if said:
         details[ReproducerDetail.INSTRUMENTS] = said

@@ -141,16 +141,16 @@ def reproducer_instruments_located(report: Report) -> list[PredicateEvidence]:
     return [(line, result.id) for line in instrument_lines(result.details)]
 
 
-def _controls(report: Report) -> list[ProbeResult]:
-    """gpudoctor's own probes run on the GPU beside a command whose fault the instruments located: one that failed,
-    or one that passed and compute-sanitizer caught anyway (`run --sanitize`: a read out of bounds that printed a
-    plausible answer)."""
+def _controls(report: Report, *, located: bool = True) -> list[ProbeResult]:
+    """gpudoctor's own probes run on the GPU beside a command the instruments reran: with ``located``, only where they
+    named its fault (it failed, or passed and compute-sanitizer caught it anyway under `run --sanitize`) — what "the
+    fault is your program's" needs; without, beside any rerun command — enough for "the stack fails too"."""
     command = report.result(RUN_ID)
-    if command is None:
+    if command is None or ReproducerDetail.INSTRUMENTS not in command.details:
         return []
     from gpudoctor.instruments.explain import instrument_lines
 
-    if not instrument_lines(command.details):
+    if located and not instrument_lines(command.details):
         return []
     return [r for r in report.results if r.id != RUN_ID and r.device is Device.CUDA]
 
@@ -167,7 +167,8 @@ def reproducer_controls_pass(report: Report) -> list[PredicateEvidence]:
 @predicate("reproducer_controls_fail")
 def reproducer_controls_fail(report: Report) -> list[PredicateEvidence]:
     """A control beside the failing command failed too: the stack is at fault there, not only the program."""
-    return [(f"{r.id} {r.outcome.value}: {r.summary}", r.id) for r in _controls(report) if r.outcome.is_problem]
+    controls = _controls(report, located=False)
+    return [(f"{r.id} {r.outcome.value}: {r.summary}", r.id) for r in controls if r.outcome.is_problem]
 
 
 @predicate("reproducer_instruments_not_run")
