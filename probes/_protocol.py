@@ -48,6 +48,7 @@ CONTROL_PROBE = "custom-op"
 # The user's command under `gpudoctor run` and `bisect`: its run id, and the details the doctor adds to its result.
 REPRODUCER_RUN_ID = "reproducer"
 LOG_RUN_ID = "log"  # a log given to `gpudoctor explain`, read as a failing run
+OWN_RUN_IDS = (REPRODUCER_RUN_ID, LOG_RUN_ID)  # a subject's own run, not planned from the catalog: faces add its row
 # What the examined environment says of a name a failing run missed (any run: a probe, a command, a log).
 MISSING_NAME_DETAIL = "missing_name"
 
