@@ -27,9 +27,8 @@ from gpudoctor.sweep.pinned import frozen_environment, releases_between
 RELEASES = [f"1.{n}.0" for n in range(6)]
 
 
-@pytest.fixture(scope="module")
-def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("wheelhouse")
+def make_wheelhouse(folder: Path) -> Path:
+    """tinylib 1.0.0 .. 1.5.0 (1.3.0 renames `helper`), tinyuser (imports it, declares tinylib==1.0.0), tinyother."""
     for version in RELEASES:
         renamed = Version(version) >= Version("1.3.0")
         tiny_wheel(folder, "tinylib", version, code="def helper2():\n    return 2\n" if renamed else
@@ -39,11 +38,9 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest.fixture(scope="module")
-def examined(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def make_examined(wheelhouse: Path, env: Path) -> Path:
     """The user's environment: tinyuser 1.0.0 with tinylib 1.5.0, which tinyuser does not declare (installed as pip
-    installs what it is told, with a warning: here uv with an override)."""
-    env = tmp_path_factory.mktemp("examined") / "env"
+    installs what it is told, with a warning: here uv with an override); its interpreter."""
     uv = find_uv()
     subprocess.run([uv, "venv", "--quiet", "--offline", "--python", sys.executable, str(env)], check=True)
     override = env.parent / "override.txt"
@@ -52,6 +49,16 @@ def examined(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
                     str(env / "bin" / "python"), "--overrides", str(override), "tinyuser==1.0.0", "tinyother==2.0.0",
                     "tinylib==1.5.0"], check=True)  # fmt: skip
     return env / "bin" / "python"
+
+
+@pytest.fixture(scope="module")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_wheelhouse(tmp_path_factory.mktemp("wheelhouse"))
+
+
+@pytest.fixture(scope="module")
+def examined(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_examined(wheelhouse, tmp_path_factory.mktemp("examined") / "env")
 
 
 def _bisect(wheelhouse: Path, python: Path, envs: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -469,6 +469,31 @@ def test_bisect_examines_its_cells_on_the_cluster(cluster: tuple[Cluster, Path],
         assert (tmp_path / "envs" / cell["report"]).is_file()  # kept here, as a local bisect keeps them
 
 
+def test_bisect_package_examines_its_pinned_cells_on_the_cluster(cluster: tuple[Cluster, Path], tmp_path: Path) -> None:
+    """`gpudoctor bisect --package NAME A..B --ray`: the cells (the examined environment pinned, each release of
+    tinylib installed over what the others declare, offline from a wheelhouse) are tasks on the cluster's nodes; the
+    change is found and what tinyuser declares is named, as a local bisect does (tests/test_bisect_package.py)."""
+    from test_bisect_package import RELEASES, make_examined, make_wheelhouse
+
+    (tmp_path / "wheels").mkdir()
+    wheels = make_wheelhouse(tmp_path / "wheels")
+    examined = make_examined(wheels, tmp_path / "examined")
+    completed = subprocess.run(
+        [sys.executable, "-m", "gpudoctor", "bisect", "--ray", "--address", cluster[0].address, "--parallel", "2",
+         "--package", "tinylib", "1.0..1.5", "--python", str(examined), "--find-links", str(wheels), "--offline",
+         "--envs", str(tmp_path / "envs"), "--no-debugger", "--json", "--", "python", "-c",
+         "import tinyuser; print(tinyuser.helper())"],
+        capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 1 and completed.stdout, completed.stderr[-3000:]
+    report = json.loads(completed.stdout)
+    assert report["package"] == "tinylib" and report["versions"] == RELEASES
+    assert [(t["before"], t["after"], t["exact"]) for t in report["transitions"]] == [("1.2.0", "1.3.0", True)]
+    assert any(line.startswith("tinyuser 1.0.0 declares tinylib==1.0.0; 1.3.0 breaks it") for line in report["verdict"])
+    for cell in report["cells"]:
+        assert (tmp_path / "envs" / cell["report"]).is_file()  # kept here, as a local bisect keeps them
+
+
 def test_two_gpus_of_one_host_recorded_with_one_raylet_and_with_a_raylet_per_gpu() -> None:
     """Recorded on the two-H200 kind with scripts/fleet_two_gpus.py (Ray 2.60, torch 2.11 cu130): one raylet told
     of both GPUs runs the doctor on the CPU and on gpu0 and gpu1, each with only that GPU visible, all passing; a
