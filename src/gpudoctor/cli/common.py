@@ -12,7 +12,7 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.model import ProbeResult, Report
@@ -20,6 +20,11 @@ from gpudoctor.process.cancel import Cancelled, CancelScope
 from gpudoctor.process.session import ExitCode, Session, stop_on_signals
 from gpudoctor.report.codec import encode
 from gpudoctor.report.files import ReportFiles
+
+if TYPE_CHECKING:  # the doctor is imported where a subject is examined, not by every command's parser
+    from gpudoctor.doctor import DoctorOptions
+    from gpudoctor.handoff import DoctorAppRequest
+    from gpudoctor.subject import Subject
 
 MAX_SECONDS = 24 * 3600.0  # no limit the doctor takes is longer than a day
 MAX_JOBS = 256
@@ -139,6 +144,21 @@ def report_files(options: argparse.Namespace) -> ReportFiles:
         json=getattr(options, "save_json", None),
         markdown=getattr(options, "save_markdown", None),
     )
+
+
+def examine_on_its_face(
+    subject: Subject, doctor_options: DoctorOptions, options: argparse.Namespace
+) -> int | DoctorAppRequest:
+    """`gpudoctor run` and `explain`: the subject in the TUI when --tui asks (on a terminal only), else examined and
+    reported in the face the options name."""
+    from gpudoctor.doctor import examine
+    from gpudoctor.handoff import DoctorAppRequest
+
+    if getattr(options, "tui", False):
+        if not sys.stdout.isatty():
+            raise GpuDoctorError("--tui needs a terminal; use --plain, --json or --markdown")
+        return DoctorAppRequest(subject, doctor_options, report_files(options))
+    return run_and_report(lambda scope: examine(subject, doctor_options, cancel=scope), options)
 
 
 def run_and_report(work: Callable[[CancelScope], Report], options: argparse.Namespace) -> int:

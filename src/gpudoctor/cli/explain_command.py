@@ -4,10 +4,9 @@ against this machine's inventory, or --python's, by the same knowledge as every 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
-from gpudoctor.cli.common import OneLineParser, add_report_file_arguments, report_files, run_and_report
+from gpudoctor.cli.common import OneLineParser, add_report_file_arguments, examine_on_its_face
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.handoff import DoctorAppRequest
 
@@ -32,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str]) -> int | DoctorAppRequest:
-    from gpudoctor.doctor import DoctorOptions, examine
+    from gpudoctor.doctor import DoctorOptions
     from gpudoctor.reproducer.log import read_log
     from gpudoctor.reproducer.pasted import PastedLog
 
@@ -40,10 +39,4 @@ def run(argv: Sequence[str]) -> int | DoctorAppRequest:
     if options.tui and options.log == "-":
         raise GpuDoctorError("--tui reads the terminal: give the log as a file (gpudoctor explain --tui FILE)")
     text, name = read_log(options.log)  # before anything runs: what cannot be read is one line, exit 2
-    subject = PastedLog(text, name)
-    doctor_options = DoctorOptions(python=options.python, jobs=1)
-    if options.tui:
-        if not sys.stdout.isatty():
-            raise GpuDoctorError("--tui needs a terminal; use --plain, --json or --markdown")
-        return DoctorAppRequest(subject, doctor_options, report_files(options))
-    return run_and_report(lambda scope: examine(subject, doctor_options, cancel=scope), options)
+    return examine_on_its_face(PastedLog(text, name), DoctorOptions(python=options.python, jobs=1), options)

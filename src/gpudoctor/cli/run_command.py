@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gpudoctor.cli.common import OneLineParser, add_report_file_arguments, report_files, run_and_report, seconds
+from gpudoctor.cli.common import OneLineParser, add_report_file_arguments, examine_on_its_face, seconds
 from gpudoctor.errors import GpuDoctorError
 from gpudoctor.handoff import DoctorAppRequest
 
@@ -61,7 +60,7 @@ def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def run(argv: Sequence[str]) -> int | DoctorAppRequest:
-    from gpudoctor.doctor import DoctorOptions, examine
+    from gpudoctor.doctor import DoctorOptions
     from gpudoctor.reproducer.command import Reproducer
     from gpudoctor.reproducer.subject import UserCommand
 
@@ -75,9 +74,4 @@ def run(argv: Sequence[str]) -> int | DoctorAppRequest:
         instruments=not options.no_instruments,
         sanitize=options.sanitize,
     )  # fmt: skip
-    doctor_options = DoctorOptions(python=options.python, jobs=1)
-    if options.tui:
-        if not sys.stdout.isatty():
-            raise GpuDoctorError("--tui needs a terminal; use --plain, --json or --markdown")
-        return DoctorAppRequest(subject, doctor_options, report_files(options))
-    return run_and_report(lambda scope: examine(subject, doctor_options, cancel=scope), options)
+    return examine_on_its_face(subject, DoctorOptions(python=options.python, jobs=1), options)
