@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -211,7 +212,10 @@ def test_a_node_killed_mid_run_is_lost_and_the_others_come_back(small_cluster: C
 
 
 def test_a_node_that_does_not_answer_in_time_is_reported_timed_out(small_cluster: Cluster, tmp_path: Path) -> None:
+    """The node's doctor past its limit is stopped as a Ctrl-C stops it (SIGTERM, then SIGKILL after a grace), so it
+    stops its probes and leaves no temporary folder behind (a SIGKILL at once used to leave two)."""
     marker = uuid.uuid4().hex
+    scratch_before = set(Path(tempfile.gettempdir()).glob("gpudoctor-*"))
     fleet, _ = _hanging_node_run(small_cluster, tmp_path, marker, "--node-timeout", "8")
     try:
         stdout, stderr = fleet.communicate(timeout=120)
@@ -225,6 +229,7 @@ def test_a_node_that_does_not_answer_in_time_is_reported_timed_out(small_cluster
     timed_out = [odd for odd in document["odd_ones_out"] if odd["status"] == "timeout"]
     assert any(odd["reason"].startswith("no answer within 8 s") for odd in timed_out)
     _wait_gone(marker)
+    assert set(Path(tempfile.gettempdir()).glob("gpudoctor-*")) <= scratch_before
 
 
 def test_ctrl_c_cancels_every_remote_task_and_keeps_the_nodes_that_answered(

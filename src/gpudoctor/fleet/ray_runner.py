@@ -149,6 +149,7 @@ def _connect(ray: Any, address: str | None, package: Path) -> None:
 # Run as `python -c THIS -m gpudoctor ARGS`: ask for SIGTERM when the parent (the Ray worker) dies, leave if it is
 # already gone, then become `python -m gpudoctor ARGS` (the request survives exec). No preexec_fn: the worker
 # has threads.
+_STOP_GRACE_S = 15.0  # a doctor past its node limit, between SIGTERM and SIGKILL: time to stop its probes
 _DIE_WITH_PARENT = (
     "import ctypes, os, signal, sys\n"
     "parent = os.getppid()\n"
@@ -187,18 +188,27 @@ def _examine_node(doctor_args: list[str], timeout_s: float) -> dict[str, Any]:
 
     def doctor(extra: list[str], env: dict[str, str]) -> dict[str, Any]:
         started = time.monotonic()
+        # A session of its own (a kill of the worker's group must not take the doctor before it has stopped its
+        # probes), and SIGTERM when this worker dies, set by the doctor's process itself before exec.
+        process = subprocess.Popen(
+            [sys.executable, "-c", _DIE_WITH_PARENT, "-m", "gpudoctor", *doctor_args, "--json", *extra],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
         try:
-            # A session of its own (a kill of the worker's group must not take the doctor before it has stopped
-            # its probes), and SIGTERM when this worker dies, set by the doctor's process itself before exec.
-            done = subprocess.run(
-                [sys.executable, "-c", _DIE_WITH_PARENT, "-m", "gpudoctor", *doctor_args, "--json", *extra],
-                env=env, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )  # fmt: skip
-            return {"rc": done.returncode, "stdout": done.stdout, "stderr": done.stderr[-4000:],
-                    "seconds": time.monotonic() - started}  # fmt: skip
+            stdout, stderr = process.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
+            # SIGTERM first, as a user's Ctrl-C: the doctor stops its probes and removes its temporary folders;
+            # SIGKILL (which leaves them) only if it has not ended after a grace.
+            process.terminate()
+            try:
+                process.communicate(timeout=_STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.communicate()
             return {"rc": None, "stdout": "", "stderr": f"no answer within {timeout_s:g} s", "seconds": timeout_s}
+        return {"rc": process.returncode, "stdout": stdout, "stderr": stderr[-4000:],
+                "seconds": time.monotonic() - started}  # fmt: skip
 
     if doctor_args[:1] == ["kernel"]:  # gpudoctor kernel runs the CPU and every visible GPU itself
         return {"host": socket.gethostname(), "gpus": [], "runs": [doctor([], base_env)]}
