@@ -195,7 +195,12 @@ def _hanging_node_run(head: Cluster, tmp_path: Path, marker: str, *extra: str) -
 
 
 def test_a_node_killed_mid_run_is_lost_and_the_others_come_back(small_cluster: Cluster, tmp_path: Path) -> None:
+    """The node's processes may die by SIGKILL with it, its doctor's included: whatever scratch folder that leaves is
+    removed by the next run (process.scratch), so nothing of this run stays under the temporary folder."""
+    from gpudoctor.process.scratch import remove_abandoned
+
     marker = uuid.uuid4().hex
+    scratch_before = set(Path(tempfile.gettempdir()).glob("gpudoctor-*"))
     fleet, node = _hanging_node_run(small_cluster, tmp_path, marker)
     try:
         small_cluster.remove_node(node, allow_graceful=False)
@@ -209,6 +214,8 @@ def test_a_node_killed_mid_run_is_lost_and_the_others_come_back(small_cluster: C
     assert statuses == ["done", "done", "lost"], document["odd_ones_out"]
     assert any(odd["status"] == "lost" and odd["reason"] for odd in document["odd_ones_out"])
     _wait_gone(marker)
+    remove_abandoned(setting_up_s=0)  # as the next run does (it waits a minute for folders being set up)
+    assert set(Path(tempfile.gettempdir()).glob("gpudoctor-*")) <= scratch_before
 
 
 def test_a_node_that_does_not_answer_in_time_is_reported_timed_out(small_cluster: Cluster, tmp_path: Path) -> None:

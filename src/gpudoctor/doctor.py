@@ -163,13 +163,13 @@ def examine(
         environment = collect_environment(python, cancel=cancel)
         events.planned(environment, [])
         return make_report(environment)
-    import tempfile
-
+    from gpudoctor.process.scratch import remove_abandoned, scratch_folder
     from gpudoctor.suite.schedule import FaceCallbacks, Schedule
 
+    remove_abandoned()  # what runs killed outright (SIGKILL) left under the temporary folder
     environment = collect_environment(python, extra_packages=subject.needs_packages, cancel=cancel)
-    with tempfile.TemporaryDirectory(prefix="gpudoctor-") as scratch:
-        context = RunContext(python, Path(scratch), options.jobs, events, cancel, environment)
+    with scratch_folder() as scratch:
+        context = RunContext(python, scratch, options.jobs, events, cancel, environment)
         planned = subject.plan(environment, python, context.scratch)
         events.planned(environment, planned)
         schedule = Schedule(planned, jobs=options.jobs, expected=expected_durations(), cancel=cancel)

@@ -11,7 +11,6 @@ import dataclasses
 import os
 import shlex
 import signal
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 from gpudoctor.model import Device, Outcome, ProbeResult, ProbeSpec, StepTime
 from gpudoctor.process.cancel import Cancelled, CancelScope
 from gpudoctor.process.endings import classify_ending, redacted, traceback_tail
+from gpudoctor.process.scratch import scratch_folder
 from gpudoctor.process.supervise import supervise
 from gpudoctor.protocol import (
     EVENT_RESULT,
@@ -121,7 +121,7 @@ def run_probe(invocation: ProbeInvocation, cancel: CancelScope | None = None) ->
     if owner.cancelled:
         return interrupted_result(invocation, owner.reason or "cancelled before it started")
     with contextlib.ExitStack() as stack:
-        scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="gpudoctor-"))
+        scratch = stack.enter_context(scratch_folder())
         result_file = Path(scratch) / "result.jsonl"
         # Warm compile caches across runs (each content-keyed by its owner), except where a variable is set.
         env = probe_environment({**os.environ, **invocation.extra_env})
