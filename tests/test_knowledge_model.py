@@ -86,6 +86,9 @@ def test_the_loader_holds_before_clauses_to_the_registered_checks(tmp_path: Path
         _load(tmp_path, base + 'before.check = "driver_floor"\n[[issue.before.table]]\ncolour = "red"\n')
     with pytest.raises(GpuDoctorError, match=r"is not a template"):
         _load(tmp_path, base.replace('title = "t"', 'title = "op[{...]"') + 'before.check = "bytecode_off"\n')
+    with pytest.raises(GpuDoctorError, match=r"'stack_only' blames the stack and 'where_controls_pass' your code"):
+        _load(tmp_path, base + 'in_run.stack_only = true\nin_run.where_controls_pass = true\n'
+                              'in_run.evidence = [{ probe = "*", outcome = "fail" }]\n')  # fmt: skip
     with pytest.raises(ValueError, match="registered twice"):
         check("driver_floor")(REGISTRY["driver_floor"].environment)  # type: ignore[arg-type]
 

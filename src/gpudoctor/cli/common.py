@@ -154,7 +154,7 @@ def examine_on_its_face(
     from gpudoctor.doctor import examine
     from gpudoctor.handoff import DoctorAppRequest
 
-    if getattr(options, "tui", False):
+    if options.tui:
         if not sys.stdout.isatty():
             raise GpuDoctorError("--tui needs a terminal; use --plain, --json or --markdown")
         return DoctorAppRequest(subject, doctor_options, report_files(options))

@@ -146,10 +146,10 @@ def _connect(ray: Any, address: str | None, package: Path) -> None:
         )
 
 
+_STOP_GRACE_S = 15.0  # a doctor past its node limit, between SIGTERM and SIGKILL: time to stop its probes
 # Run as `python -c THIS -m gpudoctor ARGS`: ask for SIGTERM when the parent (the Ray worker) dies, leave if it is
 # already gone, then become `python -m gpudoctor ARGS` (the request survives exec). No preexec_fn: the worker
 # has threads.
-_STOP_GRACE_S = 15.0  # a doctor past its node limit, between SIGTERM and SIGKILL: time to stop its probes
 _DIE_WITH_PARENT = (
     "import ctypes, os, signal, sys\n"
     "parent = os.getppid()\n"

@@ -182,6 +182,8 @@ def _entry(where: str, issue: IssueShape, toolchains: set[str], compile_now: boo
 def _in_run(where: str, shape: InRunShape, toolchains: set[str], compile_now: bool) -> InRun:
     if shape.evidence and shape.patterns:
         raise GpuDoctorError(f"{where}: give 'evidence' (signs in named probes) or 'patterns' (any run), not both")
+    if shape.stack_only and shape.where_controls_pass:
+        raise GpuDoctorError(f"{where}: 'stack_only' blames the stack and 'where_controls_pass' your code: give one")
     named = [*shape.toolchains, *filter(None, (shape.toolchain, shape.implied))]
     unknown = sorted(set(named) - toolchains)
     if unknown:

@@ -162,12 +162,11 @@ def match_findings(report: Report, entries: Knowledge | Iterable[Explanation] | 
         values.update(found_before[0] if found_before else {})
         matched = [(ev, r) for ev in evidence_items for r in report.results
                    if _matches(ev, r) and _emitted_by(entry, r, knowledge)]  # fmt: skip
-        if entry.in_run is not None and entry.in_run.stack_only:
-            matched = [(ev, r) for ev, r in matched if not controls_pass_beside(report, r)]
-        if entry.in_run is not None and entry.in_run.where_controls_pass:
-            matched = [(ev, r) for ev, r in matched if controls_pass_beside(report, r)]
+        in_run = entry.in_run
+        if in_run is not None and (in_run.stack_only or in_run.where_controls_pass):  # whose fault the controls say
+            matched = [(ev, r) for ev, r in matched if controls_pass_beside(report, r) is in_run.where_controls_pass]
         evidence = [_describe(ev, r, values) for ev, r in matched]
-        if entry.in_run is not None and entry.in_run.where_controls_pass:
+        if in_run is not None and in_run.where_controls_pass:
             beside = {c.id: c for _, r in matched for c in controls_beside(report, r)}
             evidence += [f"{c.id} passes on the same device and stack: {c.summary}" for c in beside.values()]
         predicated = [seen for name in entry.over_report for seen in checks[name].report(report)]  # type: ignore[misc]

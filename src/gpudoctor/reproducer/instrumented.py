@@ -41,7 +41,10 @@ def raising_line(stderr: str, own: frozenset[str]) -> str | None:
     return found
 
 
-def _one(run: InstrumentedRun, reproducer: Reproducer, env: dict[str, str], scope: CancelScope) -> dict[str, Any]:
+def _one(
+    run: InstrumentedRun, reproducer: Reproducer, env: dict[str, str], scope: CancelScope, raised_before: str | None
+) -> dict[str, Any]:
+    """What one instrument said; ``raised_before``: where the command itself raised (its own traceback)."""
     ended = supervise(
         run.argv, scope.child(), reproducer.timeout_s, env={**env, **run.env}, cwd=reproducer.cwd,
         capture_limit=CAPTURE_LIMIT,
@@ -55,6 +58,8 @@ def _one(run: InstrumentedRun, reproducer: Reproducer, env: dict[str, str], scop
     own = _own_files(reproducer)
     if run.instrument is Instrument.SYNCHRONOUS:
         said["raised_at"] = raising_line(ended.stderr.text(), own)
+        if raised_before is not None and said["raised_at"] == raised_before:
+            said["raised_at_as_before"] = True  # it says nothing the command's traceback did not
     else:
         report = parse(ended.stdout.text() + "\n" + ended.stderr.text())
         said["errors"] = report.error_count
@@ -85,17 +90,14 @@ def rerun_with_instruments(
     )
     scope = cancel if cancel is not None else CancelScope()
     said: list[dict[str, Any]] = []
+    raised_before = raising_line(result.stderr_tail or "", _own_files(reproducer))
     for run in runs:
         try:
-            said.append(_one(run, reproducer, env, scope))
+            said.append(_one(run, reproducer, env, scope, raised_before))
         except Cancelled:
             break  # the session was stopped: keep what the instruments said so far
         except OSError as error:
             not_run.append(NotRun(run.instrument, f"could not start: {error}"))
-    before = raising_line(result.stderr_tail or "", _own_files(reproducer))
-    for one in said:  # a synchronous rerun that raised where the command had: it says nothing the traceback did not
-        if one["instrument"] == Instrument.SYNCHRONOUS.value and before is not None and one.get("raised_at") == before:
-            one["raised_at_as_before"] = True
     details: dict[str, Any] = {}
     if said:
         details[ReproducerDetail.INSTRUMENTS] = said
