@@ -11,37 +11,42 @@ an output never written reads as changes from run to run. The experiments below 
 Kept compatible with Python 3.8, like the harness (a probe runs in whatever interpreter is examined).
 """
 
-# How each output starts in the calls after the first (which starts at the marker): zeroed, or holding the result
-# before. Several, because MAX 26.7's CPU path shows an op adding into its output only once it hands back a buffer
-# that held an earlier result (by the third or fourth call).
+# How each output starts in the calls after the first (which starts at the first marker): zeroed, or holding the
+# result before. Several, because MAX 26.7's CPU path shows an op adding into its output only once it hands back a
+# buffer that held an earlier result (by the third or fourth call).
 REPEATS = ("zeros", "before", "zeros", "before", "zeros")
-# How the calls on other inputs start: the marker (never written stays the marker), then zeroed.
+# How the calls on other inputs start: the first marker (never written stays the marker), then zeroed.
 OTHER_STARTS = ("marker", "zeros")
+# The starts that fill outputs with a marker, and which of the dtype's two markers each uses.
+MARKERS = {"marker": 0, "marker2": 1}
 
 
-def fill_value(torch, dtype):
-    """What outputs hold before the call, so that an output the kernel never writes is seen: NaN for floats,
-    the smallest value for integers; None for bool (no value is unlikely there)."""
+def fill_value(torch, dtype, which=0):
+    """What outputs hold before a call, so that an output the kernel never writes is seen. Two markers per dtype,
+    one for each of two calls on the same inputs: an element is unwritten only if it holds each call's own marker
+    (a kernel computes the same value both times, so it cannot hold both). One marker alone cannot tell "not
+    written" from "computed that value": uint8's smallest value is a black pixel.
+    Floats: NaN, then -inf; integers: the smallest, then the largest value; bool: False, then True."""
     if dtype.is_floating_point:
-        return float("nan")
+        return (float("nan"), float("-inf"))[which]
     if dtype == torch.bool:
-        return None
-    return torch.iinfo(dtype).min
+        return (False, True)[which]
+    info = torch.iinfo(dtype)
+    return (info.min, info.max)[which]
 
 
-def marked(torch, tensor):
-    """Which elements hold the fill value (a bool tensor)."""
-    fill = fill_value(torch, tensor.dtype)
-    if fill is None:
-        return torch.zeros(tensor.shape, dtype=torch.bool)
-    if tensor.dtype.is_floating_point:
+def marked(torch, tensor, which=0):
+    """Which elements hold marker ``which`` (a bool tensor)."""
+    fill = fill_value(torch, tensor.dtype, which)
+    if tensor.dtype.is_floating_point and fill != fill:
         return torch.isnan(tensor)
     return tensor == fill
 
 
-def unwritten(torch, tensor):
-    """How many elements still hold the fill value."""
-    return int(marked(torch, tensor).sum())
+def unwritten_elements(torch, first, second):
+    """Which elements held the first marker after the call that started there and the second after the call that
+    started there (a bool tensor): those the kernel did not write."""
+    return marked(torch, first, 0) & marked(torch, second, 1)
 
 
 def other_values(torch, tensor):
@@ -54,6 +59,11 @@ def other_values(torch, tensor):
     steps = (torch.arange(count, dtype=torch.float64) * 5 + 2) % 13
     other = (steps - 6.5) / 4  # eighths between -1.625 and 1.375: exact in every float dtype
     return other.reshape(tensor.shape).to(tensor.dtype).to(tensor.device)
+
+
+def _markers(torch, dtype):
+    """The two markers, as a sentence says them."""
+    return "%r in one, %r in the other" % (fill_value(torch, dtype, 0), fill_value(torch, dtype, 1))
 
 
 def has_float_input(inputs):
@@ -95,12 +105,18 @@ def accumulated(torch, a, b):
 
 
 class Evidence(object):
-    """The calls' outputs for one call of the spec: ``same`` on the given inputs (the first started at the marker,
-    the rest as REPEATS say), ``other`` on other inputs (as OTHER_STARTS say; empty without a float input)."""
+    """The calls' outputs for one call of the spec: ``same`` on the given inputs (the first started at the first
+    marker, the rest as REPEATS say), ``remarked`` on the given inputs started at the second marker, ``other`` on
+    other inputs (as OTHER_STARTS say; empty without a float input)."""
 
-    def __init__(self, same, other):
+    def __init__(self, same, other, remarked):
         self.same = same
         self.other = other
+        self.remarked = remarked
+
+    def unwritten(self, torch, index):
+        """Which elements of output ``index`` the kernel did not write in the two calls started at the markers."""
+        return unwritten_elements(torch, self.same[0][index], self.remarked[index])
 
 
 def gather(torch, call, inputs, first):
@@ -114,7 +130,9 @@ def gather(torch, call, inputs, first):
         moved = [other_values(torch, t) for t in inputs]
         for start in OTHER_STARTS:
             other.append(call(moved, start, other[-1] if other else None))
-    return Evidence(same, other)
+    # Last, so the calls before it (and what MAX's CPU path hands back in them) are as they always were.
+    remarked = call(inputs, "marker2", None)
+    return Evidence(same, other, remarked)
 
 
 class Verdict(object):
@@ -139,10 +157,9 @@ def _ignores_inputs(torch, what, evidence, index, device):
     count = same[0].numel()
     if follows * 2 >= count and follows > 0:
         return None
-    fill = fill_value(torch, same[0].dtype)
-    if unwritten(torch, same[0]) == count and unwritten(torch, other[0]) == count:
-        shown = "it was never written: after calls on different inputs it still holds %r, the value gpudoctor " \
-            "filled it with before each call" % fill
+    if int(evidence.unwritten(torch, index).sum()) == count:
+        shown = "it was never written: it still holds %s, the value gpudoctor filled it with before each call" \
+            % _markers(torch, same[0].dtype)
     elif all(not bool((t != 0).any()) for t in same + other):
         shown = "it is all zeros after every call, for different inputs (on %s MAX 26.7 hands the op a zeroed " \
             "buffer of its own, so an output never written and one written with zeros look the same)" % device
@@ -186,23 +203,37 @@ def judge(torch, evidence, label, call_has_reference, device, inputs_nonzero):
             if found is not None:
                 return found
     for index in outputs:
-        # An element the kernel does not write holds what the caller put there, whatever it was: the marker in the
-        # first call, zero in the next (a NaN the kernel computes, from memory it should not read, stays NaN).
+        # An element the kernel does not write holds what the caller put there, whatever it was: each call's own
+        # marker. One the kernel writes holds the same value in both calls, so it cannot hold both markers (a NaN
+        # the kernel computes, from memory it should not read, stays NaN in the second call too).
         first = evidence.same[0][index]
-        left = int((marked(torch, first) & (evidence.same[1][index] == 0)).sum())
+        left = int(evidence.unwritten(torch, index).sum())
         if left:
-            fill = fill_value(torch, first.dtype)
+            markers = _markers(torch, first.dtype)
             if left == first.numel():
-                sentence = "%s was never written: every element still holds %r, the value gpudoctor filled it " \
-                    "with before the call" % (label(index, first), fill)
+                sentence = "%s was never written: every element still holds the value gpudoctor filled it with " \
+                    "before each of two calls (%s)" % (label(index, first), markers)
             else:
-                sentence = "%s: %d of %d elements still hold %r, the value gpudoctor filled it with before the " \
-                    "call (not written, or the kernel computed %r there)" % (label(index, first), left, first.numel(),
-                                                                            fill, fill)
+                sentence = "%s: %d of %d elements were not written: they still hold the value gpudoctor filled " \
+                    "the output with before each of two calls (%s)" % (label(index, first), left, first.numel(),
+                                                                        markers)
             return Verdict("output_unwritten", sentence, False)
     for index in outputs:
         seen = [r[index] for r in evidence.same]
         varies = _varying(torch, seen[1:]) | ~_same_elements(torch, seen[0], seen[1])
+        if bool(varies.any()) and not evidence.other:
+            # Nothing showed that the output follows its inputs (no float input to vary): elements the kernel never
+            # writes change from call to call too where the op gets a buffer of its own (MAX 26.7's CPU path), so
+            # the evidence cannot tell a race from an output left unwritten — say both, and what would decide.
+            return Verdict(
+                "output_changes",
+                "%s is not the same for the same inputs: %d of %d elements changed from call to call. Either the "
+                "kernel does not write them (on %s what they hold is what the buffer held) or threads race over "
+                "them; with no float input to vary, gpudoctor cannot tell which (a run on a GPU, where unwritten "
+                "elements keep gpudoctor's markers, or a reference tells them apart)"
+                % (label(index, seen[1]), int(varies.sum()), seen[1].numel(), device),
+                True,
+            )
         if bool(varies.any()):
             return Verdict(
                 "not_repeatable",

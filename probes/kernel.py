@@ -11,7 +11,7 @@ import os
 import time
 
 from _harness import CheckFailed, run_probe
-from _outputs import fill_value, gather, judge
+from _outputs import MARKERS, fill_value, gather, judge
 from _maxsupport import (
     compile_diagnostics,
     first_compiler_error,
@@ -214,21 +214,22 @@ def check_against(ctx, torch, call, outputs, expected, against, previous=None):
 
 
 def call_op(ctx, torch, op, call, inputs, device, start, before=None, note=""):
-    """Call ``op`` once on outputs that start as ``start``: "marker" (NaN, or the smallest integer), "zeros", or
-    "before" (a copy of ``before``, an earlier result): its outputs, on the CPU."""
+    """Call ``op`` once on outputs that start as ``start``: "marker" or "marker2" (the dtype's first or second
+    marker, _outputs.fill_value), "zeros", or "before" (a copy of ``before``, an earlier result): its outputs, on
+    the CPU."""
     outputs = []
     for index, spec in enumerate(call["outputs"]):
         dtype = getattr(torch, spec["dtype"])
         tensor = torch.empty(tuple(spec["shape"]), dtype=dtype, device=device)
-        fill = fill_value(torch, dtype)
         if start == "before":
             tensor.copy_(before[index].to(device))
-        elif start == "marker" and fill is not None:
-            tensor.fill_(fill)
+        elif start in MARKERS:
+            tensor.fill_(fill_value(torch, dtype, MARKERS[start]))
         else:
             tensor.zero_()
         outputs.append(tensor)
-    label = {"marker": "", "zeros": " again (outputs zeroed)", "before": " again (outputs holding its result)"}[start]
+    label = {"marker": "", "marker2": " again (outputs holding another marker)", "zeros": " again (outputs zeroed)",
+             "before": " again (outputs holding its result)"}[start]
     ctx.step("call %s%s on %s%s" % (describe(call), note, device, label))
     op(*outputs, *inputs)
     if device == "cuda":

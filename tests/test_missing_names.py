@@ -33,6 +33,9 @@ NEW = {  # newdist 2.0: Helper moved to newdist.legacy.tools, get_device_count r
 OLD = {"olddep/__init__.py": "", "olddep/helpers.py": "from newdist import Helper\n",
        "olddep/count.py": "from newdist import get_device_count\n", "olddep/engine.py": "import newdist.engine\n",
        "olddep/needs.py": "import missingdist\n"}  # fmt: skip
+# freedep 0.30.4 asks newdist for a name newdist 2.0 moved, and declares no bound on newdist (numba-cuda 0.30.4 and
+# numpy 2.5's row_stack, which lives in numpy.ma now, are this shape)
+FREE = {"freedep/__init__.py": "", "freedep/stack.py": "import newdist\nstack = newdist.Helper\n"}
 
 
 def _distribution(site: Path, name: str, version: str, files: dict[str, str], requires: tuple[str, ...] = ()) -> None:
@@ -55,6 +58,7 @@ def environment(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (site,) = (root / "venv" / "lib").glob("python3*/site-packages")
     _distribution(site, "newdist", "2.0", NEW)
     _distribution(site, "olddep", "1.0", OLD, ("newdist==1.0", "missingdist>=1", "pytest; extra == 'dev'"))
+    _distribution(site, "freedep", "0.30.4", FREE)
     return root
 
 
@@ -85,11 +89,26 @@ def test_a_moved_name_asked_by_a_package_declaring_the_old_release_under_run(env
     )
     assert "olddep 1.0 asked for it (olddep/helpers.py:1)" in finding["evidence"]
     assert "olddep 1.0 declares newdist==1.0 (newdist 2.0 is installed: not met)" in finding["evidence"]
-    assert finding["fix"] == (
-        "pip install 'newdist==1.0' (what olddep declares); or, in code you own, "
-        "`from newdist.legacy.tools import Helper`."
-    )
+    # olddep's file is not the user's to edit: the advice is the release olddep declares, no new spelling
+    assert finding["fix"] == "pip install 'newdist==1.0' (what olddep declares)."
     assert run["details"]["missing_name"]["provider"] == {"distribution": "newdist", "version": "2.0"}
+
+
+def test_a_package_that_declares_no_bound_gets_advice_about_the_pairing(environment: Path) -> None:
+    """numba-cuda 0.30.4 on numpy 2.5 (issue 43): the name moved to another module of the provider, the asker is an
+    installed package with no bound on the provider. The advice is the provider's release line before the installed
+    one, or a release of the asker that no longer asks — never an edit to the asker's files."""
+    finding = _located(_run(environment, "import freedep.stack\n"))
+    assert finding["title"] == (
+        "module 'newdist' has no attribute 'Helper': newdist 2.0 has it in newdist.legacy.tools (class, line 4)"
+    )
+    assert "freedep 0.30.4 asked for it (freedep/stack.py:2)" in finding["evidence"]
+    assert "freedep 0.30.4 declares no requirement on newdist" in finding["evidence"]
+    assert finding["fix"] == (
+        "pip install 'newdist<2' (the newdist releases before 2.0, which freedep 0.30.4 was written for), or a release "
+        "of freedep newer than 0.30.4 that no longer asks for it, where one exists."
+    )
+    assert "newdist.legacy" not in finding["fix"] and "use " not in finding["fix"]
 
 
 def test_the_same_failure_as_a_log_under_explain(environment: Path) -> None:
@@ -114,7 +133,7 @@ def test_the_same_failure_as_a_log_under_explain(environment: Path) -> None:
 def test_a_submodule_that_moved_and_one_not_imported(environment: Path) -> None:
     finding = _located(_run(environment, "import olddep.engine\n"))
     assert finding["title"] == "no module named 'newdist.engine': newdist 2.0 has it as newdist.legacy.engine"
-    assert "pip install 'newdist==1.0'" in finding["fix"] and "`import newdist.legacy.engine`" in finding["fix"]
+    assert finding["fix"] == "pip install 'newdist==1.0' (what olddep declares)."
     finding = _located(_run(environment, "import newdist\nprint(newdist.legacy.RUNNING)\n"))
     assert "newdist.legacy is a submodule that newdist does not import itself" in finding["title"]
     assert "Your program asked for it (prog.py:2)." in finding["explanation"]
@@ -193,3 +212,33 @@ def test_a_probe_that_fails_on_a_moved_name_gets_the_lookup_too(environment: Pat
     assert finding["runs"] == ["imports-old"]
     assert "newdist 2.0 has it in newdist.legacy.tools" in finding["title"]
     assert "olddep 1.0 declares newdist==1.0 (newdist 2.0 is installed: not met)" in finding["evidence"]
+
+
+@pytest.mark.parametrize("kind", ["import-name", "attribute", MODULE])
+@pytest.mark.parametrize("declared", [[], [{"requirement": "newdist==1.0", "distribution": "newdist",
+                                            "installed": "2.0", "holds": False}],
+                                      [{"requirement": "newdist>=1", "distribution": "newdist", "installed": "2.0",
+                                        "holds": True}]])  # fmt: skip
+@pytest.mark.parametrize("where", ["found", "submodule", "close", "nowhere"])
+def test_no_advice_edits_an_installed_packages_files(kind: str, declared: list[Any], where: str) -> None:
+    """Whatever the lookup found, when the code that asked belongs to an installed distribution the fix names
+    releases to install, never a spelling to write into that distribution's files."""
+    detail: dict[str, Any] = {
+        "kind": kind, "name": "Helper", "module": "newdist", "provider": {"distribution": "newdist", "version": "2.0"},
+        "asker": {"file": "olddep/helpers.py", "line": 1, "distribution": "olddep", "version": "1.0",
+                  "requires": declared},
+    }  # fmt: skip
+    if where == "found":
+        detail["found"] = [{"module": "newdist.legacy.tools", "how": "class", "line": 4}]
+    elif where == "submodule":
+        detail["submodule"] = True
+    elif where == "close":
+        detail["close"] = ["Helpers"]
+    if kind == MODULE:
+        detail["installed"] = "newdist"
+    run = ProbeResult("run", "run", Device.NONE, Outcome.FAIL, 0.0, details={MISSING_NAME_DETAIL: detail})
+    words = located(run)
+    assert words is not None
+    fix = words.values["fix"]
+    assert "`" not in fix and " use " not in fix and "in code you own" not in fix, fix
+    assert fix.startswith(("pip install '", "Install the release")), fix

@@ -293,6 +293,19 @@ class Report:
         """How many findings are problems (not notices)."""
         return sum(f.is_problem for f in self.findings)
 
+    def findings_in_order(self) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
+        """The findings as a report about a failure reads them: first what explains it (findings on a failing run,
+        problems before notices, then the other problems), then the notices that bear on no failing run
+        (environment notices), which the text and Markdown faces give one line each. With no failing run, every
+        finding leads, in the order found."""
+        failing = {r.id for r in self.results if r.outcome.is_problem}
+        if not failing:
+            return self.findings, ()
+        on_failure = [f for f in self.findings if failing & set(f.runs)]
+        rest = [f for f in self.findings if f not in on_failure]
+        leading = sorted(on_failure, key=lambda f: not f.is_problem) + [f for f in rest if f.is_problem]
+        return tuple(leading), tuple(f for f in rest if not f.is_problem)
+
     @property
     def interrupted(self) -> bool:
         """Whether the session was stopped before every run ended."""

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from gpudoctor.facts.missing_names import ATTRIBUTE, IMPORT_NAME
 from gpudoctor.model import ProbeResult
 from gpudoctor.protocol import MISSING_NAME_DETAIL
@@ -130,6 +132,30 @@ def _install(broken: dict[str, Any] | None, detail: dict[str, Any], asker: dict[
     return None
 
 
+def _release_line_before(version: Any) -> str | None:
+    """The bound that keeps to releases before ``version``'s line: 2.5.2 -> <2.5, 3.0 -> <3 (None if unreadable)."""
+    try:
+        parsed = Version(str(version))
+    except InvalidVersion:
+        return None
+    if parsed.minor == 0 and parsed.micro == 0:
+        return f"<{parsed.major}"
+    return f"<{parsed.major}.{parsed.minor}"
+
+
+def _pairing(provider: str, version: Any, asker: dict[str, Any]) -> str:
+    """Advice for a name an installed package asks of another that lacks it: the other's earlier release line, or
+    a release of the asker written for this one."""
+    who = f"{asker['distribution']} {asker.get('version')}"
+    bound = _release_line_before(version) if version else None
+    if bound is None:
+        return (f"Install the release of {provider} that {who} was written for, or a release of "
+                f"{asker['distribution']} written for {provider} {version or 'as installed'}")  # fmt: skip
+    return (f"pip install '{provider}{bound}' (the {provider} releases before {version}, which {who} was written "
+            f"for), or a release of {asker['distribution']} newer than {asker.get('version')} that no longer asks for "
+            f"it, where one exists")  # fmt: skip
+
+
 def located(result: ProbeResult) -> Located | None:
     """The texts of ``result``'s lookup, or None when it carries none."""
     detail = _dict(result.details.get(MISSING_NAME_DETAIL))
@@ -143,14 +169,14 @@ def located(result: ProbeResult) -> Located | None:
     asker = _dict(detail.get("asker"))
     declared, broken = _declared(asker, provider_name) if asker else ("", None)
     install = _install(broken, detail, asker)
-    own_code = bool(asker) and not asker.get("distribution")
-    if install and spelling:
-        fix = f"{spelling} in code you own; or {install}" if own_code else f"{install}; or, in code you own, {spelling}"
+    if asker.get("distribution"):
+        # The code that asked is an installed package's, not the user's: the advice is about the pairing of the two
+        # releases, never an edit to that package's files.
+        fix = install or _pairing(str(provider_name or module.split(".")[0]), provider_detail.get("version"), asker)
+    elif install and spelling:
+        fix = f"{spelling} in code you own; or {install}" if asker else f"{install}; or, in code you own, {spelling}"
     elif install or spelling:
         fix = str(install or spelling)
-    elif provider_name and asker.get("distribution"):
-        fix = (f"Install the release of {provider_name} that {asker['distribution']} {asker.get('version')} was "
-               f"written for, or the release of {asker['distribution']} written for {provider}")  # fmt: skip
     else:
         fix = f"Install the release of {provider_name or module.split('.')[0]} the code was written for"
     asked = _asked(asker) if asker else ""

@@ -266,6 +266,8 @@ def _general_findings(report: Report, knowledge: Knowledge, explained: Mapping[s
                 toolchain = knowledge.toolchain(entry.in_run.implied)
             values = {**facts, **{k: v for k, v in found.groupdict().items() if v}}
             values["toolchain"] = toolchain.name if toolchain else UNIDENTIFIED
+            if toolchain is not None and toolchain is emitter:
+                values["emitter"] = toolchain.name  # only where the text's marks name it ({emitter?})
             finding_id = f"{entry.id}-{toolchain.id}" if toolchain else entry.id
             line = found.group(0).strip()
             evidence = f"{result.id} {result.outcome.value}: {line!r}" + (

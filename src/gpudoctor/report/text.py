@@ -283,7 +283,8 @@ def _markdown(report: Report, tail_lines: int) -> str:
         lines.append("")
     else:
         lines += ["No probes ran (inventory only).", ""]
-    for finding in report.findings:
+    leading, aside = report.findings_in_order()
+    for finding in leading:
         lines += [f"### Known issue: {_cell(finding.title)}", ""]
         lines += [f"- evidence: {_cell(e)}" for e in finding.evidence]
         lines += ["", safe_text(finding.explanation), "", f"Fix: {safe_text(finding.fix)}", ""]
@@ -291,6 +292,9 @@ def _markdown(report: Report, tail_lines: int) -> str:
             lines += [f"Patch: {safe_text(finding.patch_note)}", ""]
         if finding.patch_verified:
             lines += ["Apply it here:", "", _fence("\n".join(patch_commands(report, finding.patch or ""))), ""]
+    if aside:
+        lines += ["### Other notices (they bear on no failing run; `--json` has their full text)", ""]
+        lines += [f"- {_cell(f.title)} [{f.id}]" for f in aside] + [""]
     for result in report.results:
         if result.outcome.is_problem:
             lines += _problem_details_markdown(result, tail_lines)
@@ -320,7 +324,8 @@ def to_text(report: Report) -> str:
                     lines += [f"    {safe_text(line)}" for line in where_it_died(result)]
     else:
         lines.append("  no probes ran (inventory only)")
-    for finding in report.findings:
+    leading, aside = report.findings_in_order()
+    for finding in leading:
         lines += ["", f"  {finding.severity}: {safe_text(finding.title)} [{finding.id}]"]
         lines += [f"    evidence: {safe_text(e)}" for e in finding.evidence]
         lines.append(f"    fix: {safe_text(finding.fix)}")
@@ -328,6 +333,9 @@ def to_text(report: Report) -> str:
             lines.append(f"    patch: {safe_text(finding.patch_note)}")
         if finding.patch_verified:
             lines += [f"    apply it here: {safe_text(line)}" for line in patch_commands(report, finding.patch or "")]
+    if aside:
+        lines += ["", "  other notices (they bear on no failing run; --json has their full text):"]
+        lines += [f"    {safe_text(f.title)} [{f.id}]" for f in aside]
     lines += [
         "",
         f"  {len(report.results)} probe runs, {report.problem_runs} with problems, "

@@ -67,11 +67,22 @@ def relevant_part(text: str, limit: int = KEPT_BYTES) -> str:
     return "\n".join(lines[n][:4000] for n in sorted(kept)) or text[-limit:]
 
 
+NO_FAILURE = "no failure found in this log"
+
+
+def reads_as_failure(text: str) -> bool:
+    """Whether some line of ``text`` reads as an error (a traceback, an exception, "error", "fatal", a signal)."""
+    return _ERROR_LINE.search(text) is not None
+
+
 def log_result(text: str, name: str) -> ProbeResult:
-    """The log as a failing run: its error lines are what the knowledge reads."""
+    """The log as a failing run: its error lines are what the knowledge reads. A log none of whose lines reads as
+    an error is still read whole (the runtime's "CUDA driver version is insufficient ..." carries no such word): its
+    last line stands for it, and the subject says "no failure found" when nothing in the knowledge explains it."""
     part = redact_text(relevant_part(text))
     errors = [line.strip() for line in part.splitlines() if _ERROR_LINE.search(line)]
-    summary = errors[-1][:300] if errors else "a log with no line that reads as an error"
+    last = next((line.strip() for line in reversed(part.splitlines()) if line.strip()), "")
+    summary = (errors[-1] if errors else last or "an empty log")[:300]
     again = f"gpudoctor explain {name if name != 'standard input' else '-'}"
     return ProbeResult(
         id=LOG_RUN_ID, probe=LOG_RUN_ID, device=Device.NONE, outcome=Outcome.FAIL, duration_s=0.0,

@@ -4,6 +4,7 @@ included."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -11,8 +12,10 @@ from pathlib import Path
 
 from gpudoctor.examination import Fingerprint, RunContext
 from gpudoctor.kernelsection import KernelSection
-from gpudoctor.model import Environment, ProbeResult, ProbeSpec, Report
-from gpudoctor.reproducer.log import log_result
+from gpudoctor.knowledge.answer import GENERIC_ID
+from gpudoctor.model import Environment, Outcome, ProbeResult, ProbeSpec, Report
+from gpudoctor.protocol import LOG_RUN_ID
+from gpudoctor.reproducer.log import NO_FAILURE, log_result, reads_as_failure
 from gpudoctor.suite.plan import PlannedRun
 from gpudoctor.suite.schedule import ScheduleHandler
 
@@ -45,7 +48,17 @@ class PastedLog:
         return (result,)
 
     def concluded(self, report: Report) -> Report:
-        return report
+        """A log none of whose lines reads as an error, and that nothing in the knowledge explains, is no failure:
+        "no failure found in this log" and nothing else (not the generic answer to a failure that is not there)."""
+        run = next((r for r in report.results if r.id == LOG_RUN_ID), None)
+        if run is None or reads_as_failure(run.stderr_tail or ""):
+            return report
+        if any(LOG_RUN_ID in f.runs and f.id != GENERIC_ID for f in report.findings):
+            return report
+        passed = dataclasses.replace(run, outcome=Outcome.PASS, summary=f"{self.name}: {NO_FAILURE}")
+        results = tuple(passed if r is run else r for r in report.results)
+        findings = tuple(f for f in report.findings if LOG_RUN_ID not in f.runs)
+        return dataclasses.replace(report, results=results, findings=findings)
 
     def section(self, environment: Environment, results: Sequence[ProbeResult]) -> KernelSection | None:
         return None
