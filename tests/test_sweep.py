@@ -132,7 +132,7 @@ def test_the_releases_come_from_the_package_index() -> None:
 
 def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
     for args, message in (
-        (["--max", "26.7.0"], "needs --torch and --max"),
+        (["--torch", "", "--max", "26.7.0"], "--torch: no versions given"),
         (["--torch", "2.13.0", "--max", "26.7.0", "--inherit", str(tmp_path / "nope")], "no such interpreter"),
         (["--grid", str(tmp_path)], "is a folder, not a file"),
     ):
@@ -176,3 +176,33 @@ def test_the_sweep_options_pick_the_machines_defaults_once_where_they_are_made(t
     assert SweepOptions(cells=(), envs_dir=tmp_path, subject=ProbeSuite(), parallel=64).probe_jobs == 1
     on_a_node = dataclasses.replace(chosen, parallel=1)
     assert (on_a_node.parallel, on_a_node.probe_jobs) == (1, chosen.probe_jobs)
+
+
+def test_a_cell_that_raises_stops_the_sweep_at_once(tmp_path: Path) -> None:
+    """The doctor failing inside one cell (a broken knowledge file fails every cell alike) ends the sweep with that
+    error at once: the cell running beside it is stopped and the cells not started never start; the caller's own
+    scope is left as it was (not an interruption)."""
+    from gpudoctor.process.cancel import CancelScope
+    from gpudoctor.subject import ProbeSuite
+    from gpudoctor.sweep.grid import Cell, CellResult, CellStatus
+    from gpudoctor.sweep.run import Sweep, SweepOptions
+
+    seen: dict[str, bool] = {}
+
+    class DoctorFailsInTheFirstCell(Sweep):  # what fails is the doctor itself, as a bug in it would
+        def examine(self, cell: Cell, cancel: CancelScope, on_event: Any) -> CellResult:
+            if cell.max == "1.0.0":
+                time.sleep(0.5)  # the second cell is running by now
+                raise GpuDoctorError("known_issues.toml: unknown predicate")
+            seen[cell.max] = cancel.wait(60)  # stopped from outside, or 60 s
+            return CellResult(cell, CellStatus.INTERRUPTED)
+
+    grid = [Cell(TORCH, release, "3.11") for release in ("1.0.0", "2.0.0", "3.0.0", "4.0.0")]
+    options = SweepOptions(cells=tuple(grid), envs_dir=tmp_path, subject=ProbeSuite(), parallel=2, probe_jobs=1)
+    caller = CancelScope()
+    started = time.monotonic()
+    with pytest.raises(GpuDoctorError, match="unknown predicate"):
+        DoctorFailsInTheFirstCell(options).run(cancel=caller)
+    assert time.monotonic() - started < 30
+    assert seen == {"2.0.0": True}  # stopped, not left to run out; 3.0.0 and 4.0.0 never started
+    assert not caller.cancelled

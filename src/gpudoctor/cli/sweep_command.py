@@ -27,10 +27,13 @@ from gpudoctor.safetext import safe_text
 
 if TYPE_CHECKING:
     from gpudoctor.subject import Subject
+    from gpudoctor.sweep.grid import Cell
     from gpudoctor.sweep.run import Grid
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from gpudoctor.sweep.grid import DEFAULT_LINES
+
     parser = OneLineParser(
         prog="gpudoctor sweep",
         description="Build one environment per torch x MAX cell with uv (packages hardlinked from uv's cache), "
@@ -38,13 +41,25 @@ def build_parser() -> argparse.ArgumentParser:
         "a rerun reuses them unless --refresh. Exit status: 0 every cell healthy, 1 a cell has a problem or "
         "could not be built, 2 usage error, 130/143 interrupted (finished cells are kept and shown).",
         epilog="Versions: 2.13.0 (exact), 2.6 (the newest 2.6.x), 25.3..26.7 (every release in between), "
-        'comma-separated. Needs uv: pip install "gpudoctor[sweep]".',
+        "comma-separated. Left out, torch or MAX is the newest release of each of its newest lines on the package "
+        "index (pip's view: your pip configuration, plus --find-links; with --offline, the wheelhouses alone), "
+        'asked at every sweep. Needs uv: pip install "gpudoctor[sweep]".',
     )
     grid = parser.add_argument_group("the grid")
-    grid.add_argument("--torch", metavar="VERSIONS", help="torch versions, e.g. 2.6,2.9,2.13.0")
-    grid.add_argument("--max", metavar="VERSIONS", help="MAX versions, e.g. 25.3..26.7 or 26.7.0,25.6.0")
+    grid.add_argument("--torch", metavar="VERSIONS", help="torch versions, e.g. 2.6,2.9,2.13.0 (default: see --newest)")
+    grid.add_argument(
+        "--max", metavar="VERSIONS", help="MAX versions, e.g. 25.3..26.7 or 26.7.0,25.6.0 (default: see --newest)"
+    )
     grid.add_argument("--grid", type=existing_file, metavar="FILE", help="a TOML file with torch = [...], max = [...]")
     grid.add_argument("--python", metavar="X.Y", help="the Python of every cell (default: this one's)")
+    grid.add_argument(
+        "--newest",
+        type=whole_number(1, 100),
+        default=DEFAULT_LINES,
+        metavar="N",
+        help=f"torch or MAX left out: the newest release of each of its N newest lines (default {DEFAULT_LINES})",
+    )
+    grid.add_argument("--dry-run", action="store_true", help="print the grid's cells and build nothing")
     kernel = parser.add_argument_group("your kernel in every cell (instead of the probes; no matrix rows)")
     kernel.add_argument("--kernel", type=Path, metavar="PATH", help="your Mojo package, as for gpudoctor kernel")
     add_call_arguments(kernel)
@@ -103,23 +118,32 @@ def run(argv: Sequence[str]) -> int:
 
     options = build_parser().parse_args(argv)
     spec: dict[str, object] = gridmod.load_grid_file(options.grid) if options.grid else {}
-    torch_spec = options.torch or spec.get("torch")
-    max_spec = options.max or spec.get("max")
-    if not torch_spec or not max_spec:
-        raise GpuDoctorError("a sweep needs --torch and --max (or a --grid file naming both)")
     python = options.python or spec.get("python") or default_python()
-    assert isinstance(torch_spec, str | list) and isinstance(max_spec, str | list) and isinstance(python, str)
+    assert isinstance(python, str)
     find_links, offline, inherit = cell_sources(options)
     releases = gridmod.release_lister(find_links, offline)
-    torch_versions = gridmod.expand_versions(torch_spec, "torch", releases)
-    max_versions = gridmod.expand_versions(max_spec, "max", releases)
+    versions: dict[str, list[str]] = {}
+    for name in ("torch", "max"):
+        given = getattr(options, name) if getattr(options, name) is not None else spec.get(name)
+        assert given is None or isinstance(given, str | list)
+        if given is not None:
+            versions[name] = gridmod.expand_versions(given, name, releases)
+            continue
+        # Left out: the index's newest lines, asked now (a list in the code would fall behind the releases).
+        versions[name] = gridmod.default_versions(name, releases, options.newest)
+        sys.stderr.write(
+            f"--{name} {','.join(versions[name])}: the newest release of each of its {options.newest} newest lines\n"
+        )
+    cells = tuple(gridmod.cells(versions["torch"], versions["max"], python))
+    subject = _subject(options)
+    if options.dry_run:
+        _print_cells(cells, options.json)
+        return 0
     matrix_dir = None
     if not options.no_matrix:
         from gpudoctor.matrix import default_matrix_dir
 
         matrix_dir = default_matrix_dir(options.matrix, writing=True)
-    cells = tuple(gridmod.cells(torch_versions, max_versions, python))
-    subject = _subject(options)
     sweep_options = SweepOptions(
         cells=cells,
         envs_dir=(options.envs or default_envs_dir()).absolute(),
@@ -160,6 +184,17 @@ def run(argv: Sequence[str]) -> int:
     if session.stopped:
         sys.stderr.write(session.note("finished cells are kept"))
     return session.exit_status(grid.exit_code)
+
+
+def _print_cells(cells: Sequence[Cell], as_json: bool) -> None:
+    """--dry-run: the cells a sweep would build, in grid order."""
+    if as_json:
+        sys.stdout.write(json.dumps({"cells": [cell.to_dict() for cell in cells]}, indent=2) + "\n")
+    else:
+        for cell in cells:
+            sys.stdout.write(safe_text(f"torch {cell.torch} x max {cell.max} (python {cell.python})") + "\n")
+        sys.stdout.write(f"{len(cells)} cells; nothing built (--dry-run)\n")
+    sys.stdout.flush()
 
 
 def _print_grid(grid: Grid, options: argparse.Namespace, matrix_dir: Path | None, envs_dir: Path) -> None:

@@ -1,5 +1,5 @@
 """What a sweep examines: the grid of cells (torch x MAX x Python), from lists, ranges over released versions,
-or a TOML grid file, and what each cell came to.
+a TOML grid file, or by default the package index's newest releases; and what each cell came to.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from gpudoctor.tomlcheck import checked_table, read_toml
 GRID_FIELDS = {"torch", "max", "python"}
 MAX_GRID_FILE_BYTES = 64 * 1024
 MAX_CELLS = 1000
+DEFAULT_LINES = 3  # a package the grid leaves out: the newest release of each of its newest three lines (x.y)
 
 
 @dataclass(frozen=True, order=True)
@@ -154,9 +155,8 @@ def released_versions(name: str, python: str = sys.executable) -> list[Version]:
         raise GpuDoctorError(f"cannot list the releases of {name}: {error}") from error
     match = re.search(r"Available versions:\s*(.+)", completed.stdout)
     if completed.returncode != 0 or match is None:
-        why = (completed.stderr.strip().splitlines() or ["no answer"])[-1]
         raise GpuDoctorError(
-            f"cannot list the releases of {name} from the package index: {why}",
+            f"cannot list the releases of {name} from the package index: {_why_unlisted(completed.stderr)}",
             hint="give exact versions (2.13.0), not lines or ranges",
         )
     versions = []
@@ -166,6 +166,22 @@ def released_versions(name: str, python: str = sys.executable) -> list[Version]:
         except InvalidVersion:
             continue
     return sorted(v for v in versions if not v.is_prerelease)
+
+
+# What pip says (among its retries) when no index answered: a refused or timed-out connection, an unknown host.
+_UNREACHABLE = re.compile(
+    r"Failed to establish a new connection: [^\"')]+|Temporary failure in name resolution|Name or service not known"
+    r"|No address associated with hostname|Read timed out|Connection to \S+ timed out|Could not fetch URL [^\n]+"
+)
+
+
+def _why_unlisted(stderr: str) -> str:
+    """pip's reason in one line: that the index could not be reached (pip only says "No matching distribution" in
+    the end), else its last line."""
+    unreachable = _UNREACHABLE.findall(stderr)
+    if unreachable:
+        return f"the index cannot be reached ({unreachable[-1].strip()})"
+    return (stderr.strip().splitlines() or ["no answer"])[-1].strip()
 
 
 def wheelhouse_releases(folders: Sequence[Path], name: str) -> list[Version]:
@@ -236,6 +252,35 @@ def expand_versions(spec: str | Sequence[str], name: str, releases: ReleaseListe
                 raise GpuDoctorError(f"--{name} {part}: no release of {name} on that line")
             chosen.append(str(found[-1]))
     return list(dict.fromkeys(chosen))
+
+
+def newest_lines(name: str, releases: ReleaseLister, count: int = DEFAULT_LINES) -> list[str]:
+    """The newest release of each of the newest ``count`` lines (x.y) of ``name``, oldest first: 2.13.0, 2.14.1,
+    2.15.0. A build's local label is left out (2.13.0+cpu counts as 2.13.0): ``==2.13.0`` installs whichever build
+    of it the indexes offer."""
+    newest: dict[tuple[int, ...], Version] = {}
+    for release in releases(name):
+        public = Version(release.public)
+        line = public.release[:2]
+        if line not in newest or public > newest[line]:
+            newest[line] = public
+    if not newest:
+        raise GpuDoctorError(f"no release of {name} found")
+    return [str(newest[line]) for line in sorted(newest)[-count:]]
+
+
+def default_versions(name: str, releases: ReleaseLister, count: int = DEFAULT_LINES) -> list[str]:
+    """What a sweep examines of ``name`` when its grid leaves it out: the index's newest lines (see newest_lines),
+    asked now, so the default moves with the releases; when the index cannot tell, one error saying how to name
+    the versions instead."""
+    try:
+        return newest_lines(name, releases, count)
+    except GpuDoctorError as error:
+        raise GpuDoctorError(
+            f"the default grid (no --{name}) follows the newest releases: {error.message}",
+            hint=f"give --{name} exact versions (x.y.z: they need no index), or point pip at an index that answers "
+            "(PIP_INDEX_URL, PIP_FIND_LINKS) or --find-links at a wheelhouse",
+        ) from None
 
 
 def line_end(version: Version) -> Version:

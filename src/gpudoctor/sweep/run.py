@@ -192,19 +192,33 @@ class Sweep:
         session = cancel if cancel is not None else CancelScope()
         cells = list(self.options.cells)
         results: dict[Cell, CellResult] = {}
+        stop = session.child()  # this sweep's cells, stopped together without stopping the caller's scope
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, self.options.parallel)) as pool:
-            futures = {pool.submit(self._guarded, cell, session, on_event): cell for cell in cells}
-            for future in concurrent.futures.as_completed(futures):
-                cell = futures[future]
-                results[cell] = future.result()
-                if on_event is not None:
-                    on_event(SweepEvent(cell, "done", results[cell]))
+            futures = {pool.submit(self._guarded, cell, stop, on_event): cell for cell in cells}
+            try:
+                for future in concurrent.futures.as_completed(futures):
+                    cell = futures[future]
+                    results[cell] = future.result()
+                    if on_event is not None:
+                        on_event(SweepEvent(cell, "done", results[cell]))
+            except BaseException:  # a cell raised (see _guarded), or the progress callback did
+                stop.cancel("the sweep failed")
+                for pending in futures:
+                    pending.cancel()
+                raise
         return Grid(tuple(results[c] for c in cells), interrupted=session.cancelled)
 
     def _guarded(self, cell: Cell, session: CancelScope, on_event: EventCallback | None) -> CellResult:
         if session.cancelled:
             return CellResult(cell, CellStatus.INTERRUPTED, "not started: " + (session.reason or "stopped"))
-        return self.examine(cell, session.child(), on_event)
+        try:
+            return self.examine(cell, session.child(), on_event)
+        except BaseException:
+            # A cell that raised is the doctor's own failure (a broken knowledge file, say), the same in every cell:
+            # stop the others now, before this worker takes the next cell, rather than sweep on with no progress
+            # shown and raise at the very end.
+            session.cancel("another cell of the sweep failed")
+            raise
 
 
 def _since(started: float) -> float:
