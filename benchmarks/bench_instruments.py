@@ -1,6 +1,8 @@
-"""What the GPU's instruments cost beside the program's own run: for each report of `gpudoctor run`, the command's
-own seconds, the synchronous rerun's and compute-sanitizer memcheck's (caching allocators off), how many times the
-program's own run the reruns took together, and the seconds of gpudoctor's control probes run beside it.
+"""What the GPU's instruments cost beside the program's own run: for each report of `gpudoctor run`, its class of
+failure (which chose the experiments), the command's own seconds, each instrument's (the synchronous rerun,
+compute-sanitizer's memcheck, initcheck, racecheck and synccheck), how many times the program's own run the reruns
+took together, and the seconds of gpudoctor's control probes run beside it. A hang is examined at its deadline and
+never rerun: "not rerun".
 
 Usage: python benchmarks/bench_instruments.py [REPORT.json ...]
        (default: the H100 recordings, tests/fixtures/h100/runs/*.json, made by scripts/record_gpu_runs.sh; run that
@@ -16,9 +18,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+TOOLS = ("synchronous", "memcheck", "initcheck", "racecheck", "synccheck")
+
+
 def main(paths: list[Path]) -> None:
-    print(f"{'program':<24} {'outcome':>7} {'own s':>7} {'sync s':>7} {'memcheck s':>10} {'reruns / own':>12} "
-          f"{'controls s':>10}")  # fmt: skip
+    """One line per report: its class of failure, the program's own seconds, each instrument's, the reruns against
+    the program's own run, the controls' seconds; a hang shows that it was examined at its deadline, not rerun."""
+    heads = " ".join(f"{'sync' if t == 'synchronous' else t:>9}" for t in TOOLS)
+    print(f"{'program':<26} {'class':<14} {'outcome':>7} {'own s':>7} {heads} {'reruns/own':>10} {'controls s':>10}")
     for path in paths:
         report = json.loads(path.read_text())
         result = next(r for r in report["results"] if r["id"] == "reproducer")
@@ -26,10 +33,10 @@ def main(paths: list[Path]) -> None:
         own = result["duration_s"]
         reruns = sum(said.values())
         ratio = f"{reruns / own:.1f}x" if said and own else "not rerun"
-        sync, memcheck = said.get("synchronous"), said.get("memcheck")
+        failure = result["details"].get("failure_class", "-")
+        cells = " ".join(f"{said.get(t, '-'):>9}" for t in TOOLS)
         controls = sum(r["duration_s"] for r in report["results"] if r["id"] != "reproducer")
-        print(f"{path.stem:<24} {result['outcome']:>7} {own:>7.1f} {sync if sync is not None else '-':>7} "
-              f"{memcheck if memcheck is not None else '-':>10} {ratio:>12} {controls:>10.1f}")  # fmt: skip
+        print(f"{path.stem:<26} {failure:<14} {result['outcome']:>7} {own:>7.1f} {cells} {ratio:>10} {controls:>10.1f}")
 
 
 if __name__ == "__main__":

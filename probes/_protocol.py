@@ -58,6 +58,9 @@ class ReproducerDetail:
     LEFT_RUNNING = "left_running"  # what the command left running when it ended ({pid, command}), now ended
     INSTRUMENTS = "instruments"  # what the GPU's instruments said on rerunning a failed command
     INSTRUMENTS_NOT_RUN = "instruments_not_run"  # and, for each that could not run, why
+    CALL_CHECKS = "call_checks"  # custom-op calls checked against their ops' declarations (gpudoctor.calls)
+    FAILURE_CLASS = "failure_class"  # instruments.triage's class of the failure, which chose the experiments
+    AT_DEADLINE = "at_deadline"  # a hang examined in place: the GPU's running kernels (cuda-gdb), NVML's view
 
 
 # Keys every probe may publish, whatever its catalog entry declares (the harness sets them).

@@ -320,10 +320,12 @@ def test_the_reruns_name_what_the_stand_in_sanitizer_printed(tmp_path: Path, mon
     monkeypatch.delenv("CUDA_HOME", raising=False)
     script = tmp_path / "triton_wrong_stride.py"
     script.write_text("def launch():\n    raise RuntimeError('Triton Error [CUDA]: illegal address')\n\n\nlaunch()\n")
+    illegal = "RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered"
     failed = ProbeResult(id="reproducer", probe="reproducer", device=Device.NONE, outcome=Outcome.FAIL,
-                         duration_s=1.0, summary="failed")  # fmt: skip
+                         duration_s=1.0, summary="failed", stderr_tail=illegal)  # fmt: skip
     reproducer = Reproducer(argv=(sys.executable, str(script)), cwd=tmp_path, timeout_s=60)
     result = rerun_with_instruments(reproducer, failed, _h100_environment())
+    assert result.details[ReproducerDetail.FAILURE_CLASS] == "memory-fault"
     lines = instrument_lines(result.details)
     # the innermost line of the user's own file in the traceback
     assert lines[0] == (
@@ -360,8 +362,21 @@ def test_a_synchronous_rerun_that_raises_where_the_command_did_locates_nothing(
     failed = ProbeResult(id="reproducer", probe="reproducer", device=Device.NONE, outcome=Outcome.FAIL,
                          duration_s=1.0, summary="failed", stderr_tail=plain.stderr)  # fmt: skip
     reproducer = Reproducer(argv=(sys.executable, str(script)), cwd=tmp_path, timeout_s=60)
+    # issue 44: a Python error whose words say nothing of CUDA is not rerun at all
     result = rerun_with_instruments(reproducer, failed, _h100_environment())
+    assert result.details[ReproducerDetail.FAILURE_CLASS] == "python-error"
+    assert ReproducerDetail.INSTRUMENTS not in result.details
+    # one with CUDA's words is: rerun synchronously it raises on the same line, and memcheck finds nothing
+    script.write_text(
+        "import types\n\n\ndef sync():\n    raise RuntimeError('CUDA error: unknown error')\n\n\nsync()\n"
+    )
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
+    failed = ProbeResult(id="reproducer", probe="reproducer", device=Device.NONE, outcome=Outcome.FAIL,
+                         duration_s=1.0, summary="failed", stderr_tail=plain.stderr)  # fmt: skip
+    result = rerun_with_instruments(reproducer, failed, _h100_environment())
+    assert result.details[ReproducerDetail.FAILURE_CLASS] == "other"
     synchronous, memcheck = result.details[ReproducerDetail.INSTRUMENTS]
-    assert synchronous["raised_at"] == "prog.py:5: `stacked = np.row_stack`" and synchronous["raised_at_as_before"]
+    assert synchronous["raised_at"] == "prog.py:5: `raise RuntimeError('CUDA error: unknown error')`"
+    assert synchronous["raised_at_as_before"]
     assert memcheck["errors"] == 0
     assert instrument_lines(result.details) == []

@@ -11,6 +11,10 @@ from pathlib import Path
 
 from gpudoctor.facts.sanitizer import WHEEL_BIN, find_sanitizer
 from gpudoctor.instruments.reruns import HOOKS, Instrument, plan_reruns
+from gpudoctor.instruments.triage import EXPERIMENTS, FailureClass
+
+FAILED = EXPERIMENTS[FailureClass.MEMORY_FAULT]
+PASSED = EXPERIMENTS[FailureClass.PASSED]
 
 
 def _executable(path: Path) -> Path:
@@ -37,17 +41,17 @@ def test_the_sanitizer_is_found_in_cuda_home_then_path_then_pips_wheel(tmp_path:
 def test_no_instrument_runs_without_a_gpu_and_each_says_why() -> None:
     # each instrument that would have run on a GPU says why it did not: a failure is rerun synchronously and under
     # memcheck, a passing command (`run --sanitize`) under memcheck and initcheck
-    runs, not_run = plan_reruns(["python", "prog.py"], {}, gpus=0, sanitizer=None, exited_cleanly=False)
+    runs, not_run = plan_reruns(["python", "prog.py"], {}, gpus=0, sanitizer=None, wanted=FAILED)
     assert runs == [] and [n.instrument for n in not_run] == [Instrument.SYNCHRONOUS, Instrument.MEMCHECK]
     assert all("no GPU" in n.why for n in not_run)
-    runs, not_run = plan_reruns(["python", "prog.py"], {}, gpus=0, sanitizer=None, exited_cleanly=True)
+    runs, not_run = plan_reruns(["python", "prog.py"], {}, gpus=0, sanitizer=None, wanted=PASSED)
     assert runs == [] and [n.instrument for n in not_run] == [Instrument.MEMCHECK, Instrument.INITCHECK]
 
 
 def test_a_failed_program_is_rerun_synchronously_and_under_memcheck_with_the_allocators_off(tmp_path: Path) -> None:
     sanitizer = find_sanitizer({"PATH": str(_executable(tmp_path / "compute-sanitizer").parent)})
     runs, not_run = plan_reruns(["python", "prog.py"], {"PYTHONPATH": "/mine"}, gpus=1, sanitizer=sanitizer,
-                                exited_cleanly=False)  # fmt: skip
+                                wanted=FAILED)  # fmt: skip
     assert not_run == [] and [r.instrument for r in runs] == [Instrument.SYNCHRONOUS, Instrument.MEMCHECK]
     assert runs[0].argv == ("python", "prog.py")
     assert runs[0].env == {"CUDA_LAUNCH_BLOCKING": "1", "MODULAR_DEBUG": "device-sync-mode,source-tracebacks"}
@@ -55,9 +59,9 @@ def test_a_failed_program_is_rerun_synchronously_and_under_memcheck_with_the_all
     assert memcheck.argv[:5] == (str(tmp_path / "compute-sanitizer"), "--tool", "memcheck", "--print-limit", "20")
     assert memcheck.env["PYTORCH_NO_CUDA_MEMORY_CACHING"] == "1"
     assert memcheck.env["PYTHONPATH"] == f"{HOOKS}:/mine"
-    silent, _ = plan_reruns(["python", "prog.py"], {}, gpus=1, sanitizer=sanitizer, exited_cleanly=True)
+    silent, _ = plan_reruns(["python", "prog.py"], {}, gpus=1, sanitizer=sanitizer, wanted=PASSED)
     assert [r.instrument for r in silent] == [Instrument.MEMCHECK, Instrument.INITCHECK]
-    _, missing = plan_reruns(["python", "prog.py"], {}, gpus=1, sanitizer=None, exited_cleanly=False)
+    _, missing = plan_reruns(["python", "prog.py"], {}, gpus=1, sanitizer=None, wanted=FAILED)
     assert missing[0].instrument is Instrument.MEMCHECK and "nvidia-cuda-sanitizer-api" in missing[0].why
 
 

@@ -22,6 +22,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("facts", "suite", "instruments"),  # the inventory; the probe suite and its schedule; the GPU's instruments
     ("examination", "report"),  # what a run is given and heard by; a Report on disk and on screen
     ("kernel", "subject", "matrix"),  # the subjects; the matrix's rows and answers
+    ("calls",),  # custom-op calls checked against the kernel scan's declarations, inside the user's program
     ("knowledge",),  # one knowledge model
     ("doctor",),  # examine(subject)
     ("sweep",),

@@ -8,11 +8,15 @@ is broken here, instead of segfaulting the test run.
     def test_my_op_on_the_gpu(): ...
 
 Without either option the marker changes nothing. Registered through the ``pytest11`` entry point.
+
+    GPUDOCTOR_CALL_CHECKS=raise pytest        # every custom-op call checked against its op's declaration
+                                              # (gpudoctor.calls; =warn warns instead)
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -20,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from gpudoctor.calls.channel import MODE_ENV
 from gpudoctor.model import Outcome, ProbeResult, Report
 from gpudoctor.report.codec import decode
 
@@ -43,6 +48,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     # Read (or run) the doctor here, once: a bad report is a usage error before any test, not an error in each.
     config.stash[_KEY] = _load(config)
+    if os.environ.get(MODE_ENV):  # GPUDOCTOR_CALL_CHECKS=raise pytest: every custom-op call of the suite checked
+        from gpudoctor.calls.wrap import install
+
+        install()
 
 
 def _report(config: pytest.Config) -> Report | None:

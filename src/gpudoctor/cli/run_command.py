@@ -41,6 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="on a GPU, rerun the command under compute-sanitizer also when it passes (a read out of bounds can "
         "still print a plausible answer)",
     )
+    parser.add_argument(
+        "--no-call-checks",
+        action="store_true",
+        help="do not check each custom-op call against what its op declares (the default does, inside your program, "
+        "once it imports MAX's torch bridge)",
+    )
     add_report_file_arguments(parser)
     return parser
 
@@ -73,5 +79,6 @@ def run(argv: Sequence[str]) -> int | DoctorAppRequest:
                    debugger=not options.no_debugger),
         instruments=not options.no_instruments,
         sanitize=options.sanitize,
+        call_checks=not options.no_call_checks,
     )  # fmt: skip
     return examine_on_its_face(subject, DoctorOptions(python=options.python, jobs=1), options)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -121,3 +122,28 @@ def query_driver() -> Driver:
         cuda_driver_version=None if cuda is None else _cuda_version(int(cuda)),
         gpus=gpus,
     )
+
+
+def process_gpu_view(pids: set[int]) -> dict[str, Any] | None:
+    """What NVML sees of a running program (a hang, at its deadline): each GPU's utilisation and the GPU memory the
+    program's processes hold there. None without a driver; never raises."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    try:
+        gpus = []
+        for index in range(_optional(pynvml.nvmlDeviceGetCount) or 0):
+            handle: Any = _optional(partial(pynvml.nvmlDeviceGetHandleByIndex, index))
+            if handle is None:
+                continue
+            rates: Any = _optional(partial(pynvml.nvmlDeviceGetUtilizationRates, handle))
+            running: Any = _optional(partial(pynvml.nvmlDeviceGetComputeRunningProcesses, handle)) or []
+            held = [int(p.usedGpuMemory or 0) // (1024 * 1024) for p in running if int(p.pid) in pids]
+            gpus.append({"gpu": index, "utilisation_percent": None if rates is None else int(rates.gpu),
+                         "program_memory_mib": sum(held) if held else None})  # fmt: skip
+        return {"gpus": gpus}
+    finally:
+        _optional(pynvml.nvmlShutdown)

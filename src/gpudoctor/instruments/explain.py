@@ -4,7 +4,7 @@ the Python line that launched it; several errors of one kernel and line are one 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from gpudoctor.instruments.reruns import Instrument
@@ -37,9 +37,13 @@ def _kernel(error: SanitizerError) -> str:
     return named
 
 
-def describe(error: SanitizerError, own_files: frozenset[str] = frozenset()) -> str:
-    """One sentence: what this error says about the user's code."""
+def describe(error: SanitizerError, own_files: frozenset[str] = frozenset(), op_of: OpOf | None = None) -> str:
+    """One sentence: what this error says about the user's code. ``op_of`` names the custom op a kernel MAX made
+    stands for (the op the program called at the launch site), where it can be told."""
     kernel = _kernel(error)
+    op = op_of(error) if op_of is not None and error.kernel and error.kernel.startswith(MAX_FOREACH_KERNEL) else None
+    if op:
+        kernel = f"{kernel[:-1]}: {op})" if kernel.endswith(")") else f"{kernel} ({op})"
     if error.kind in (ErrorKind.OUT_OF_BOUNDS, ErrorKind.MISALIGNED):
         how = "out of bounds" if error.kind is ErrorKind.OUT_OF_BOUNDS else "at a misaligned address"
         verb = {"read": "reads", "write": "writes"}.get(error.access or "", "accesses")
@@ -64,7 +68,39 @@ def describe(error: SanitizerError, own_files: frozenset[str] = frozenset()) -> 
         )
     if error.kind is ErrorKind.UNINITIALIZED:
         return f"{kernel} reads memory nothing wrote ({error.headline})" + _where(error, own_files)
+    if error.kind is ErrorKind.RACE and error.race:
+        first, at, second, other = error.race
+        count = f", {error.hazards:,} hazards" if error.hazards else ""
+        return (f"{kernel} races on shared memory: a {first} at {at} and a {second} at {other} by different threads "
+                f"with no barrier between them{count}") + _where(error, own_files)  # fmt: skip
+    if error.kind is ErrorKind.SYNC:
+        return f"{kernel} reaches a barrier not every thread of its block reaches ({error.headline})" + _where(
+            error, own_files
+        )
     return error.headline + _where(error, own_files)
+
+
+OpOf = Callable[[SanitizerError], "str | None"]
+# Farther from every allocation than any index can reach (an int32 index of 4-byte elements reaches 8 GiB): the pointer
+# is not the allocation's at all — a host address (182,488,076,000 bytes away for a NumPy array's on the H100), or a
+# freed or made-up one.
+HOST_ADDRESS_BYTES = 1 << 33
+_LAUNCH_CALLS = (
+    "cudaLaunchKernel",
+    "cuLaunchKernel",
+    "cuLaunchKernelEx",
+    "cudaLaunchKernelExC",
+    "cuLaunchCooperativeKernel",
+)
+
+
+def cause_kind(error: SanitizerError) -> str:
+    """The class of one error, as the knowledge tells them apart (each has its own fix)."""
+    if error.kind is ErrorKind.OUT_OF_BOUNDS and (error.distance_bytes or 0) >= HOST_ADDRESS_BYTES:
+        return "host-address"
+    if error.kind is ErrorKind.API_ERROR and error.api_call in _LAUNCH_CALLS:
+        return "launch-refused"
+    return error.kind.value
 
 
 def _cause(error: SanitizerError) -> tuple[object, ...]:
@@ -87,19 +123,28 @@ def first_causes(report: SanitizerReport) -> list[SanitizerError]:
     return list(seen.values())
 
 
-def summarise(report: SanitizerReport, own_files: Iterable[str] = ()) -> list[str]:
+def summarise(report: SanitizerReport, own_files: Iterable[str] = (), op_of: OpOf | None = None) -> list[str]:
     """One line per distinct cause, with how many times the sanitizer saw it."""
+    return [cause["line"] for cause in causes(report, own_files, op_of)]
+
+
+def causes(report: SanitizerReport, own_files: Iterable[str] = (), op_of: OpOf | None = None) -> list[dict[str, Any]]:
+    """Each distinct cause as data: its kind (cause_kind), the failed call's error where it is one, and its line; the
+    last one, where more were counted than printed, is the count (kind "count")."""
     own = frozenset(own_files)
     counts = Counter(_cause(e) for e in report.errors)
-    lines = []
+    found: list[dict[str, Any]] = []
     for error in first_causes(report):
         times = counts[_cause(error)]
-        lines.append(
-            describe(error, own) + (f" — {times} of the {len(report.errors)} errors printed" if times > 1 else "")
+        line = describe(error, own, op_of) + (
+            f" — {times} of the {len(report.errors)} errors printed" if times > 1 else ""
         )
+        found.append({"kind": cause_kind(error), "api_error": error.api_error, "api_error_text": error.api_error_text,
+                      "line": line})  # fmt: skip
     if report.error_count is not None and report.error_count > len(report.errors):
-        lines.append(f"{report.error_count:,} errors in all (the first {len(report.errors)} printed)")
-    return lines
+        found.append({"kind": "count", "line": f"{report.error_count:,} errors in all (the first "
+                                               f"{len(report.errors)} printed)"})  # fmt: skip
+    return found
 
 
 def instrument_lines(details: Mapping[str, Any]) -> list[str]:

@@ -41,6 +41,11 @@ class Instrument(enum.StrEnum):
     SYNCHRONOUS = "synchronous"
     MEMCHECK = "memcheck"
     INITCHECK = "initcheck"
+    RACECHECK = "racecheck"
+    SYNCCHECK = "synccheck"
+
+
+SANITIZER_TOOLS = (Instrument.MEMCHECK, Instrument.INITCHECK, Instrument.RACECHECK, Instrument.SYNCCHECK)
 
 
 class SanitizerDetail:
@@ -72,23 +77,29 @@ def _with_hooks(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def plan_reruns(
-    argv: Sequence[str], env: Mapping[str, str], *, gpus: int, sanitizer: Sanitizer | None, exited_cleanly: bool
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    gpus: int,
+    sanitizer: Sanitizer | None,
+    wanted: Sequence[Instrument],
 ) -> tuple[list[InstrumentedRun], list[NotRun]]:
-    """What to rerun ``argv`` under: synchronously when it failed, memcheck always, initcheck when it exited 0
-    (a kernel that reads what nobody wrote can still print a plausible answer)."""
-    wanted = [Instrument.SYNCHRONOUS] if not exited_cleanly else []
-    wanted += [Instrument.MEMCHECK] + ([Instrument.INITCHECK] if exited_cleanly else [])
+    """How to rerun ``argv`` under each instrument ``wanted`` (instruments.triage's table for the run's class of
+    failure), and why any of them cannot run here."""
+    if not wanted:
+        return [], []
     if gpus == 0:
         why = "no GPU here: the instruments run only where the program's kernels run"
         return [], [NotRun(instrument, why) for instrument in wanted]
     runs: list[InstrumentedRun] = []
-    if not exited_cleanly:
-        runs.append(InstrumentedRun(Instrument.SYNCHRONOUS, tuple(argv), synchronous_env(env)))
-    if sanitizer is None:
-        missing = f"compute-sanitizer not found (CUDA_HOME, PATH, pip's wheel): {INSTALL_HINT}"
-        return runs, [NotRun(Instrument.MEMCHECK, missing)]
-    checks = [Instrument.MEMCHECK] + ([Instrument.INITCHECK] if exited_cleanly else [])
-    for tool in checks:
-        command = (sanitizer.path, "--tool", tool.value, "--print-limit", str(PRINT_LIMIT), *argv)
-        runs.append(InstrumentedRun(tool, command, {**ALLOCATORS_OFF_ENV, **_with_hooks(env)}))
-    return runs, []
+    not_run: list[NotRun] = []
+    for instrument in wanted:
+        if instrument is Instrument.SYNCHRONOUS:
+            runs.append(InstrumentedRun(Instrument.SYNCHRONOUS, tuple(argv), synchronous_env(env)))
+        elif sanitizer is None:
+            missing = f"compute-sanitizer not found (CUDA_HOME, PATH, pip's wheel): {INSTALL_HINT}"
+            not_run.append(NotRun(instrument, missing))
+        else:
+            command = (sanitizer.path, "--tool", instrument.value, "--print-limit", str(PRINT_LIMIT), *argv)
+            runs.append(InstrumentedRun(instrument, command, {**ALLOCATORS_OFF_ENV, **_with_hooks(env)}))
+    return runs, not_run

@@ -24,6 +24,8 @@ class ErrorKind(enum.StrEnum):
     UNINITIALIZED = "uninitialized"  # initcheck: memory read before anything wrote it
     DEVICE_ASSERT = "device-assert"  # a kernel's assert() fired
     API_ERROR = "api-error"  # a CUDA API call returned an error (a launch refused, out of memory, ...)
+    RACE = "race"  # racecheck: two threads touch one shared-memory location with no barrier between them
+    SYNC = "sync"  # synccheck: a barrier not every thread of the block (or warp) reaches
     OTHER = "other"
 
 
@@ -55,6 +57,8 @@ class SanitizerError:
     api_call: str | None = None  # the CUDA API call that failed
     api_error: str | None = None  # its error name: cudaErrorInvalidValue, CUDA_ERROR_INVALID_VALUE, ...
     api_error_text: str | None = None  # its error's words: "invalid argument"
+    race: tuple[str, str, str, str] | None = None  # racecheck: (access, where, other access, where)
+    hazards: int | None = None  # racecheck: how many hazards it counted for this pair
     host_frames: tuple[HostFrame, ...] = field(default_factory=tuple)
 
     @property
@@ -74,6 +78,7 @@ class SanitizerReport:
     errors: tuple[SanitizerError, ...]
     error_count: int | None  # from "ERROR SUMMARY: N errors"; None when the report was cut before it
     target_failed: bool  # "Target application returned an error"
+    never_used_cuda: bool = False  # "Target application terminated before first instrumented API call"
 
     @property
     def clean(self) -> bool:
@@ -88,7 +93,17 @@ _AT = re.compile(r"^at (.+?)(?:\+0x[0-9a-f]+)?(?: in (\S+:\d+))?$")
 _BY = re.compile(r"by thread \((\d+),(\d+),(\d+)\) in block \((\d+),(\d+),(\d+)\)")
 _NEAREST = re.compile(r"is ([\d,]+) bytes (before|after) the nearest allocation at \S+ of size ([\d,]+) bytes")
 _FRAME = re.compile(r"^(?:Host|Device) Frame: ?(.*?)(?: \[0x[0-9a-f]+\])?(?: in (\S+?)(?::(\d+))?)?$")
-_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
+_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?")
+# "Error: Race reported between Read access at block_sum+0x190" and, on the lines under it, each other access:
+# "and Write access at block_sum+0x130 [5268397 hazards]" (compute-sanitizer 2025.3, H100); older tools print one line.
+_RACE = re.compile(
+    r"Race reported between (\w+) access at (\S+(?: in \S+)?)"
+    r"(?: and (\w+) access at (\S+(?: in \S+)?))?(?:\s*\[(\d+) hazards?\])?\s*$"
+)
+_RACE_OTHER = re.compile(r"^and (\w+) access at (\S+(?: in \S+)?)(?:\s*\[(\d+) hazards?\])?")
+_SANITIZER_NOTE = re.compile(r"^Warning: |^Note: ")  # the tool's own remarks (hazard limits), not errors it found
+_BARRIER = re.compile(r"Barrier error|[Dd]ivergent thread")
+NEVER_USED_CUDA = "terminated before first instrumented API call"
 
 
 def _number(text: str) -> int:
@@ -109,6 +124,15 @@ def _headline(line: str) -> SanitizerError | None:
     if match := _API.search(line):
         return SanitizerError(ErrorKind.API_ERROR, line, api_error=match[1], api_error_text=match[2],
                               api_call=match[3])  # fmt: skip
+    if match := _RACE.search(line):
+        first, second = match[2], match[4]
+        kernel = _kernel_name(first.split("+0x", 1)[0]) if "+0x" in first else None
+        other = (match[3].lower(), second) if match[3] else ("?", "?")
+        hazards = int(match[5]) if match[5] else None
+        return SanitizerError(ErrorKind.RACE, line, access=match[1].lower(), space="shared", kernel=kernel,
+                              race=(match[1].lower(), first, *other), hazards=hazards)  # fmt: skip
+    if _BARRIER.search(line):
+        return SanitizerError(ErrorKind.SYNC, line)
     if "assert" in line.lower():
         return SanitizerError(ErrorKind.DEVICE_ASSERT, line)
     if "Host API memory access error" in line or "Uninitialized" in line:
@@ -132,6 +156,13 @@ def _detail(error: SanitizerError, line: str, frames: list[HostFrame]) -> Saniti
     if match := _NEAREST.search(line):
         return _replace(error, distance_bytes=_number(match[1]), direction=match[2],
                         allocation_bytes=_number(match[3]))  # fmt: skip
+    if error.kind is ErrorKind.RACE and (match := _RACE_OTHER.match(line)):
+        hazards = (error.hazards or 0) + (int(match[3]) if match[3] else 0)
+        if error.race is not None and error.race[2] == "?":  # the first other access is the pair's
+            error = _replace(error, race=(error.race[0], error.race[1], match[1].lower(), match[2]))
+        return _replace(error, hazards=hazards or None)
+    if "is misaligned" in line and error.kind is ErrorKind.OUT_OF_BOUNDS:
+        return _replace(error, kind=ErrorKind.MISALIGNED)  # "Address 0x... is misaligned", under the headline
     if line.startswith("Uninitialized access") and error.api_call is None:
         return _replace(error, api_call=line.rsplit(" by ", 1)[-1])
     return error
@@ -149,7 +180,7 @@ def parse(text: str) -> SanitizerReport:
     current: SanitizerError | None = None
     frames: list[HostFrame] = []
     count: int | None = None
-    failed = False
+    failed = never_used = False
 
     def close() -> None:
         if current is not None:
@@ -162,7 +193,11 @@ def parse(text: str) -> SanitizerReport:
         line = body.strip()
         if not body.startswith("    "):  # an error's first line, or the sanitizer's own
             if match := _SUMMARY.search(line):
-                count = int(match[1])
+                count = int(match[1] or match[2])
+            elif _SANITIZER_NOTE.match(line):
+                pass  # "Warning: Maximum number of hazards reached ...": the tool's remark, not an error
+            elif NEVER_USED_CUDA in line:
+                never_used = True  # the program ended before it used CUDA at all: nothing on the GPU to check
             elif line.startswith(("Target application returned an error", "Error: process didn't terminate")):
                 failed = True  # the sanitizer's word on how the program ended, not an error it found
             elif line and line != "COMPUTE-SANITIZER":
@@ -174,4 +209,4 @@ def parse(text: str) -> SanitizerReport:
         elif current is not None:
             current = _detail(current, line, frames)
     close()
-    return SanitizerReport(errors=tuple(errors), error_count=count, target_failed=failed)
+    return SanitizerReport(errors=tuple(errors), error_count=count, target_failed=failed, never_used_cuda=never_used)

@@ -1,5 +1,6 @@
-"""A static look at a Mojo custom-op package, without a compiler: the ops it registers, the tensors each
-``execute`` takes, and the lines of ``execute`` that touch tensor memory from host code.
+"""A static look at a Mojo custom-op package, without a compiler: the ops it registers, the tensors and
+compile-time parameters each ``execute`` takes, and the lines of ``execute`` that touch tensor memory from host code
+(with what its body makes plain about calls: ``kernel.closures``).
 
 This is a line-oriented reader of the few shapes custom-op code takes, not a Mojo parser: it is used for
 hints and for defaults, and the compiler (run in a probe) stays the judge of what the code means.
@@ -12,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpudoctor.kernel.closures import TARGETS, SameIndexRead, same_index_reads, targets
+from gpudoctor.kernel.mojotext import Body, bracket_group, indent, read_body, signature, split_top_level
 from gpudoctor.kernelsection import KernelOp, KernelScan, KernelSourceLine, KernelTensorArg
 from gpudoctor.textfile import read_source
 
@@ -21,8 +24,6 @@ MAX_FILE_BYTES = 2 * 1024 * 1024  # a longer file is not kernel source: skipped,
 _REGISTER = re.compile(r"""^\s*@(?:[\w.]+\.)?register\(\s*["']([^"']+)["']""")
 _STRUCT = re.compile(r"^\s*struct\s+(\w+)")
 _EXECUTE = re.compile(r"^(\s*)(def|fn)\s+execute\b")
-_NESTED_FUNCTION = re.compile(r"^\s*(def|fn)\s+\w+")
-_BLOCK = re.compile(r"^\s*(?:comptime\s+)?(if|elif|else|for|while|with|try|except|finally)\b.*:\s*$")
 _DTYPE = re.compile(r"\bdtype\s*=\s*(?:DType)?\.(\w+)")  # DType.int32, or 26.7's shorthand .int32
 _RANK = re.compile(r"\brank\s*=\s*(\d+)")
 _LEGACY_IMPORT = re.compile(
@@ -39,9 +40,28 @@ class TensorArg:
     dtype: str | None = None  # e.g. "float32"; None when the signature leaves it generic
     rank: int | None = None
     variadic: bool = False
+    line: int | None = None  # where the signature declares it (1-based); not part of the report
 
     def to_dict(self) -> KernelTensorArg:
         return {"name": self.name, "role": self.role, "dtype": self.dtype, "rank": self.rank, "variadic": self.variadic}
+
+
+@dataclass(frozen=True)
+class CompileParameter:
+    """One compile-time parameter of ``execute`` besides ``target``: ``inferred`` when the call need not give it (it
+    stands before ``//``, or a tensor's type names it, or it is one of MAX's own, ``_name``)."""
+
+    name: str
+    type: str | None = None
+    default: str | None = None
+    inferred: bool = False
+
+    @property
+    def required(self) -> bool:
+        return self.default is None and not self.inferred
+
+    def __str__(self) -> str:
+        return self.name + (f": {self.type}" if self.type else "") + (f" = {self.default}" if self.default else "")
 
 
 @dataclass(frozen=True)
@@ -70,6 +90,11 @@ class OpInfo:
     tensors: tuple[TensorArg, ...] = ()
     parameters: tuple[str, ...] = ()  # compile-time parameters besides ``target``, as written
     host_indexing: tuple[SourceLine, ...] = ()
+    # What a call must match, beyond the report's view of the op (kernel.closures; gpudoctor.calls reads them):
+    execute_line: int | None = None
+    compile_parameters: tuple[CompileParameter, ...] = ()
+    same_index_reads: tuple[SameIndexRead, ...] = ()
+    targets: tuple[str, ...] = TARGETS
 
     @property
     def outputs(self) -> tuple[TensorArg, ...]:
@@ -118,82 +143,35 @@ class PackageScan:
         }
 
 
-def _strip_comment(line: str) -> str:
-    """The line without its ``#`` comment (a ``#`` inside a string literal is kept)."""
-    quote: str | None = None
-    for i, char in enumerate(line):
-        if quote:
-            if char == quote:
-                quote = None
-        elif char in "\"'":
-            quote = char
-        elif char == "#":
-            return line[:i]
-    return line
+def _compile_parameters(text: str, annotations: str) -> tuple[CompileParameter, ...]:
+    """The compile-time parameters as declared; ``annotations``: the run-time arguments' text, where a parameter a
+    tensor's type names (``dtype=dtype``) is bound from the tensor."""
+    found: list[CompileParameter] = []
+    for item in split_top_level(text):
+        if item == "//":  # what stands before it is infer-only
+            found = [CompileParameter(p.name, p.type, p.default, True) for p in found]
+            continue
+        declared, _, default = item.partition("=")
+        name, _, kind = declared.partition(":")
+        name = name.strip().lstrip("*")
+        if not name.isidentifier() or name == "target":
+            continue
+        from_tensor = re.search(rf"=\s*{re.escape(name)}\b", annotations) is not None
+        inferred = from_tensor or name.startswith("_")
+        found.append(CompileParameter(name, kind.strip() or None, default.strip() or None, inferred))
+    return tuple(found)
 
 
-def _split_top_level(text: str) -> list[str]:
-    """Split on commas that are not inside brackets or parentheses."""
-    parts: list[str] = []
-    current: list[str] = []
-    depth = 0
-    for char in text:
-        if char in "[(":
-            depth += 1
-        elif char in "])":
-            depth -= 1
-        if char == "," and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
-        else:
-            current.append(char)
-    if "".join(current).strip():
-        parts.append("".join(current).strip())
-    return parts
-
-
-def _signature(lines: list[str], start: int) -> tuple[str, int]:
-    """The text of a def header from ``start`` to its closing ``:``, and the index of its last line."""
-    text, depth = [], 0
-    for index in range(start, len(lines)):
-        line = _strip_comment(lines[index])
-        for char in line:
-            if char in "[(":
-                depth += 1
-            elif char in "])":
-                depth -= 1
-        text.append(line.strip())
-        if depth <= 0 and line.rstrip().endswith(":"):
-            return " ".join(text), index
-    return " ".join(text), len(lines) - 1
-
-
-def _bracket_group(text: str, opening: str) -> tuple[str, str]:
-    """The contents of the first top-level ``opening`` group in ``text`` and what follows it."""
-    closing = {"[": "]", "(": ")"}[opening]
-    start = text.find(opening)
-    if start < 0:
-        return "", text
-    depth = 0
-    for i in range(start, len(text)):
-        if text[i] in "[(":
-            depth += 1
-        elif text[i] in "])":
-            depth -= 1
-            if depth == 0 and text[i] == closing:
-                return text[start + 1 : i], text[i + 1 :]
-    return text[start + 1 :], ""
-
-
-def _parse_execute(header: str) -> tuple[tuple[TensorArg, ...], tuple[str, ...]]:
+def _parse_execute(header: str) -> tuple[tuple[TensorArg, ...], tuple[str, ...], tuple[CompileParameter, ...]]:
     after_name = header.split("execute", 1)[1]
     parameters: list[str] = []
+    compile_time = ""
     if after_name.lstrip().startswith("["):
-        compile_time, after_name = _bracket_group(after_name, "[")
-        parameters = [p for p in _split_top_level(compile_time) if p and not p.startswith("target")]
-    runtime, _ = _bracket_group(after_name, "(")
+        compile_time, after_name = bracket_group(after_name, "[")
+        parameters = [p for p in split_top_level(compile_time) if p and not p.startswith("target")]
+    runtime, _ = bracket_group(after_name, "(")
     tensors = []
-    for argument in _split_top_level(runtime):
+    for argument in split_top_level(runtime):
         name, _, annotation = argument.partition(":")
         annotation = annotation.strip()
         type_name = re.match(r"[\w.]+", annotation)
@@ -214,67 +192,49 @@ def _parse_execute(header: str) -> tuple[tuple[TensorArg, ...], tuple[str, ...]]
                 variadic="Variadic" in kind,
             )
         )
-    return tuple(tensors), tuple(parameters)
+    return tuple(tensors), tuple(parameters), _compile_parameters(compile_time, runtime)
 
 
-def _branch_kind(test: str) -> str:
-    """ "cpu" or "gpu" for a test of the target device, else "block"."""
-    if re.search(r"""is_cpu|==\s*["']cpu["']|["']cpu["']\s*==|!=\s*["']gpu["']""", test):
-        return "cpu"
-    if re.search(r"""is_gpu|==\s*["']gpu["']|["']gpu["']\s*==|!=\s*["']cpu["']""", test):
-        return "gpu"
-    return "block"
+def _with_lines(tensors: tuple[TensorArg, ...], lines: list[str], first: int, last: int) -> tuple[TensorArg, ...]:
+    """Each tensor with the line of the signature that declares it."""
+    placed = []
+    for tensor in tensors:
+        pattern = re.compile(rf"(?<![\w.]){re.escape(tensor.name)}\s*:")
+        line = next((i + 1 for i in range(first, last + 1) if pattern.search(lines[i])), None)
+        placed.append(TensorArg(tensor.name, tensor.role, tensor.dtype, tensor.rank, tensor.variadic, line))
+    return tuple(placed)
 
 
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip())
-
-
-def _host_indexing(
-    lines: list[str], body_start: int, def_indent: int, tensors: tuple[str, ...], file: str
-) -> tuple[tuple[SourceLine, ...], int]:
-    """Lines of an execute body (from ``body_start``) that index tensors outside a nested function.
+def _host_indexing(body: Body, tensors: tuple[str, ...], file: str) -> tuple[SourceLine, ...]:
+    """Lines of an execute body that index tensors outside a nested function.
 
     Code inside a branch that only runs on the CPU (``if target == "cpu"``, ``is_cpu[target]()``, the
     ``else`` of an ``is_gpu`` test) is left alone: there, tensor memory is host memory.
     """
     if not tensors:
-        return (), body_start
+        return ()
     names = "|".join(re.escape(t) for t in tensors)
     access = re.compile(rf"(?<![\w.])({names})\s*(\[|\.\s*(load|store)\b)")
-    blocks: list[tuple[int, str]] = []  # (indent, kind) with kind "function", "cpu", "gpu" or "block"
-    found: list[SourceLine] = []
-    index = body_start
-    while index < len(lines):
-        raw = lines[index]
-        code = _strip_comment(raw).rstrip()
-        if not code.strip():
-            index += 1
-            continue
-        indent = _indent(code)
-        if indent <= def_indent:
-            break
-        closed = "block"
-        while blocks and blocks[-1][0] >= indent:
-            closed = blocks.pop()[1]
-        stripped = code.strip()
-        if _NESTED_FUNCTION.match(code):
-            # A nested function (a foreach closure, a kernel launched with enqueue_function) runs on the device;
-            # its signature may span lines — `fn k[\n  K: Int,\n](\n  ...\n):` — whose closing lines sit at the
-            # def's own indent: they belong to the header, not to the body that follows.
-            blocks.append((indent, "function"))
-            index = _signature(lines, index)[1] + 1
-            continue
-        if re.match(r"(comptime\s+)?else\b", stripped) and stripped.endswith(":"):
-            # The other branch of a target test runs on the other kind of device.
-            blocks.append((indent, {"cpu": "gpu", "gpu": "cpu"}.get(closed, "block")))
-        elif _BLOCK.match(code):
-            blocks.append((indent, _branch_kind(stripped)))
-        inside = {kind for _, kind in blocks}
-        if "function" not in inside and "cpu" not in inside and access.search(code):
-            found.append(SourceLine(file, index + 1, stripped))
-        index += 1
-    return tuple(found), index
+    return tuple(
+        SourceLine(file, line.index + 1, line.code.strip())
+        for line in body.lines
+        if line.header_end is None and not {"function", "cpu"} & line.kinds and access.search(line.code)
+    )
+
+
+def _read_execute(op: OpInfo, lines: list[str], start: int, def_indent: int) -> tuple[OpInfo, int]:
+    """``op`` with what its execute (its header at ``start``) declares and does; and the index after its body."""
+    header, last = signature(lines, start)
+    tensors, parameters, compile_parameters = _parse_execute(header)
+    body: Body = read_body(lines, last + 1, def_indent)
+    names = tuple(t.name for t in tensors)
+    outputs = tuple(t.name for t in tensors if t.role == "output")
+    inputs = tuple(t.name for t in tensors if t.role == "input")
+    return OpInfo(
+        op.name, op.struct, op.file, op.line, _with_lines(tensors, lines, start, last), parameters,
+        _host_indexing(body, names, op.file), start + 1, compile_parameters,
+        same_index_reads(lines, body, outputs, inputs), targets(body),
+    ), body.end  # fmt: skip
 
 
 def _scan_file(path: Path, relative: str) -> tuple[list[OpInfo], list[SourceLine]]:
@@ -292,31 +252,25 @@ def _scan_file(path: Path, relative: str) -> tuple[list[OpInfo], list[SourceLine
             continue
         op_name, op_line = registered.group(1), index + 1
         struct_name = None
-        struct_indent = _indent(lines[index])
+        struct_indent = indent(lines[index])
         index += 1
         while index < len(lines) and (not lines[index].strip() or lines[index].lstrip().startswith("@")):
             index += 1
         if index < len(lines) and (match := _STRUCT.match(lines[index])):
             struct_name = match.group(1)
             index += 1
-        tensors: tuple[TensorArg, ...] = ()
-        parameters: tuple[str, ...] = ()
-        host: tuple[SourceLine, ...] = ()
+        op = OpInfo(op_name, struct_name, relative, op_line)
         # The struct body runs until a line indented no deeper than the decorator.
         while index < len(lines):
             line = lines[index]
-            if line.strip() and _indent(line) <= struct_indent and not line.lstrip().startswith("#"):
+            if line.strip() and indent(line) <= struct_indent and not line.lstrip().startswith("#"):
                 break
             execute = _EXECUTE.match(line)
             if execute:
-                header, last = _signature(lines, index)
-                tensors, parameters = _parse_execute(header)
-                host, index = _host_indexing(
-                    lines, last + 1, len(execute.group(1)), tuple(t.name for t in tensors), relative
-                )
+                op, index = _read_execute(op, lines, index, len(execute.group(1)))
                 continue
             index += 1
-        ops.append(OpInfo(op_name, struct_name, relative, op_line, tensors, parameters, host))
+        ops.append(op)
     return ops, legacy
 
 

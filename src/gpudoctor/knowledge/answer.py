@@ -1,91 +1,87 @@
-"""No failure without an answer: for a failing run no entry explains, which component emitted it (the toolchain its
-text carries the marks of, else the package of its innermost frame, else the user's own file), in which phase
-(import, load, build, launch, run, synchronise), that component's release and whether what it declares holds here,
-and the next experiment as a command to copy. Honest by construction: it names no cause."""
+"""No failure without an answer: for a failing run no entry explains, what the text's own vocabulary says
+(``knowledge.reading``): which component raised it and which called it, in which phase (install, build, jit-compile,
+import, load, launch, run, synchronise, exit, hang), what that kind of failure means, that component's release and
+whether what it declares holds here, and the experiment that decides, as a command to copy. It names no cause the
+text does not show, proposes a bisect only where a release change shows (a requirement another distribution declares,
+a compiler's bug: its neighbouring releases), and never proposes `gpudoctor run` in a report of a run."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from gpudoctor.knowledge.entry import Knowledge
+from gpudoctor.knowledge.reading import Reading, read
+from gpudoctor.knowledge.text import fill
+from gpudoctor.knowledge.vocabulary import Phase, Vocabulary, load_vocabulary
 from gpudoctor.model import Environment, Outcome, ProbeResult
-from gpudoctor.protocol import LOG_RUN_ID
+from gpudoctor.protocol import LOG_RUN_ID, REPRODUCER_RUN_ID, SHUTDOWN_STEP
 
 GENERIC_ID = "not-a-known-failure"
-
-# Which distribution a toolchain is, to read its release and what it declares.
-TOOLCHAIN_PACKAGES = {
-    "triton": ("triton", "pytorch-triton"),
-    "mojo": ("max", "mojo-compiler", "modular"),
-    "cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy"),
-    "numba": ("numba-cuda", "numba"),
-    "torch": ("torch",),
-    "cpp-extension": ("torch",),
-    "cuda-python": ("cuda-bindings", "cuda-core", "cuda-python", "pycuda"),
-}
-# An import name in a frame's path -> the distributions it may come from
+UNNAMED = "a component the text does not name"
+# An import name in a frame's path -> the distributions it may come from, where the names differ
 IMPORT_PACKAGES = {
-    "cupy": TOOLCHAIN_PACKAGES["cupy"], "cupy_backends": TOOLCHAIN_PACKAGES["cupy"],
-    "numba_cuda": ("numba-cuda",), "cuda": TOOLCHAIN_PACKAGES["cuda-python"], "max": ("max",),
+    "cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy"), "numba_cuda": ("numba-cuda",),
+    "cuda": ("cuda-bindings", "cuda-core", "cuda-python"),
 }  # fmt: skip
-
-# The phase a failure happened in, by the words of its text: the first that matches, in this order.
-PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("load", re.compile(r"undefined symbol|cannot open shared object file|dlopen|image not found|DLL load failed|"
-                        r"Library not loaded|version `[^']+' not found|CUDA_ERROR_(?:SHARED_OBJECT|FILE_NOT_FOUND)")),
-    ("import", re.compile(r"ModuleNotFoundError|ImportError|cannot import name|No module named|"
-                          r"has no attribute|AttributeError: module ")),
-    ("build", re.compile(r"\berror: |CompilationError|Error building extension|nvcc fatal|ptxas|[Cc]ompil(?:e|ation) "
-                         r"(?:error|failed)|CalledProcessError|ninja: build stopped|unable to locate module|"
-                         r"PTXASError|LLVM ERROR")),
-    ("launch", re.compile(r"[Ll]aunch(?:Kernel| failed|ing)|invalid configuration|too many resources|"
-                          r"out of resource")),
-    ("synchronise", re.compile(r"synchroniz|asynchronously reported|cudaDeviceSynchronize|cuCtxSynchronize")),
-)  # fmt: skip
-_FRAME_PACKAGE = re.compile(r"[/\\](?:site|dist)-packages[/\\]([A-Za-z0-9_]+)[/\\]")
-_USER_FRAME = re.compile(r'File "(?P<file>(?:(?![/\\](?:site|dist)-packages[/\\])[^"])+\.py)", line (?P<line>\d+)')
+NEAR_MINORS = 2  # a compiler's neighbouring releases: this many release lines before the installed one
 
 
 @dataclass(frozen=True)
 class Answer:
     """What gpudoctor can say of a failure it does not know."""
 
-    component: str  # "Triton 3.6.0", "torch 2.11.0", "your program (prog.py:14)"
+    component: str  # "Triton, triton 3.6.0", "the CUDA driver", "your program (prog.py:14)"
     phase: str
+    means: str  # what a failure of that kind, in that phase, means
     requirements: str  # whether what the component declares holds here
     experiment: str  # a command to copy
+    component_id: str | None = None  # the vocabulary's (or a toolchain's) id; "package:NAME", "own" or None
+    caller: str | None = None  # who called the component, where the text shows another: "numba-cuda", "your program"
 
-
-def phase_of(result: ProbeResult, text: str) -> str:
-    if result.outcome is Outcome.CRASH:
-        return f"run (the process died of {result.signal or 'a signal'})"
-    if result.outcome is Outcome.TIMEOUT:
-        return "run (it never ended)"
-    return next((phase for phase, words in PHASES if words.search(text)), "run")
+    def line(self) -> str:
+        """The answer as one evidence line's words (after the run's id and outcome)."""
+        called = f", called from {self.caller}" if self.caller else ""
+        during = f"during {self.phase}: {self.means}"
+        return f"{self.component}{called}; {during}; {self.requirements}; next: {self.experiment}"
 
 
 def _installed(environment: Environment, names: tuple[str, ...]) -> tuple[str, str] | None:
     return next(((name, v) for name in names if (v := environment.packages.get(name))), None)
 
 
-def component_of(text: str, environment: Environment, knowledge: Knowledge) -> tuple[str, tuple[str, str] | None]:
-    """The component's words and, where it is an installed distribution, (name, version)."""
-    toolchain = knowledge.attribute(text)
-    if toolchain is not None:
-        dist = _installed(environment, TOOLCHAIN_PACKAGES.get(toolchain.id, ()))
-        return (f"{toolchain.name}, {dist[0]} {dist[1]}" if dist else toolchain.name), dist
-    packages = _FRAME_PACKAGE.findall(text)
-    if packages:
-        innermost = packages[-1]
-        names = IMPORT_PACKAGES.get(innermost, (innermost, innermost.replace("_", "-")))
+def _component(reading: Reading, text: str, environment: Environment, knowledge: Knowledge,
+               vocabulary: Vocabulary) -> tuple[str, str, str | None, tuple[str, str] | None]:  # fmt: skip
+    """The component in words (with its release), its name, its id, and (name, version) where it is an installed
+    distribution."""
+    if reading.component is not None:
+        component_id, name = reading.component.id, reading.component.name
+        dist = _installed(environment, reading.component.packages)
+    elif reading.package is not None:
+        names = IMPORT_PACKAGES.get(reading.package, (reading.package, reading.package.replace("_", "-")))
         dist = _installed(environment, names)
-        return (f"{dist[0]} {dist[1]}" if dist else f"the package {innermost}"), dist
-    own = _USER_FRAME.findall(text)
-    if own:
-        file, line = own[-1]
-        return f"your program ({file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{line})", None
-    return "a component the text does not name", None
+        component_id, name = f"package:{reading.package}", f"the package {reading.package}"
+    elif (toolchain := knowledge.attribute(text)) is not None:  # the mechanisms' marks, where the vocabulary has none
+        known = vocabulary.components.get(toolchain.id)
+        component_id, name = toolchain.id, toolchain.name
+        dist = _installed(environment, known.packages) if known else None
+    elif reading.own_frame is not None:
+        own = f"your program ({reading.own_frame[0]}:{reading.own_frame[1]})"
+        return own, "your program", "own", None
+    else:
+        return UNNAMED, "the component", None, None
+    return (f"{name}, {dist[0]} {dist[1]}" if dist else name), name, component_id, dist
+
+
+def _phase(result: ProbeResult, reading: Reading) -> tuple[str, str]:
+    """The phase in words, and its id."""
+    if result.outcome is Outcome.TIMEOUT:
+        return "hang (it never ended)", "hang"
+    if result.outcome is Outcome.CRASH and result.last_step == SHUTDOWN_STEP:
+        return f"exit (the process died of {result.signal or 'a signal'} as the interpreter shut down)", "exit"
+    if result.outcome is Outcome.CRASH and reading.phase in (None, "run", "synchronise", "launch"):
+        return f"run (the process died of {result.signal or 'a signal'})", "run"
+    phase = reading.phase or "run"
+    return phase, phase
 
 
 def requirements_of(dist: tuple[str, str] | None, environment: Environment) -> str:
@@ -97,26 +93,33 @@ def requirements_of(dist: tuple[str, str] | None, environment: Environment) -> s
     return "; ".join(str(u) for u in unmet)
 
 
-def experiment_for(result: ProbeResult, phase: str, text: str) -> str:
-    """The next experiment: a command that isolates the phase, or reruns the command with the instruments."""
-    command = result.command if result.command and result.id != LOG_RUN_ID else "your command"
-    if phase == "import" and (missing := re.search(r"cannot import name '(\w+)' from '([\w.]+)'", text)):
-        return f"python -c 'from {missing[2]} import {missing[1]}' (then pip check: which declared requirement breaks)"
-    if phase == "import" and (missing := re.search(r"No module named '([\w.]+)'", text)):
-        return f"python -c 'import {missing[1]}' (then pip check: which declared requirement breaks)"
-    if phase == "load" and (library := re.search(r"(/[^\s:'\"]+\.so[.\d]*)", text)):
-        return f"ldd -r {library[1]} (which libraries it resolves, and the symbols it misses)"
-    if phase == "build":
-        return f"{command} with the build's verbose output (TRITON_DEBUG=1, cpp_extension verbose=True, nvcc -v)"
-    if phase.startswith("run (it never ended)"):
-        return f"gpudoctor run -- {command} (every thread's stack where it hangs)"
-    return f"gpudoctor run -- {command} (on a GPU: rerun synchronously and under compute-sanitizer)"
+def _command(result: ProbeResult) -> str:
+    return result.command if result.command and result.id not in (LOG_RUN_ID,) else "your command"
+
+
+def near_releases(dist: tuple[str, str] | None, packages: tuple[str, ...], command: str) -> str:
+    """The neighbouring releases of a compiler's distribution: a bisect over the release lines just before the
+    installed one, or where to read them where it is not installed here (or too early in its line to count back)."""
+    from packaging.version import InvalidVersion, Version
+
+    if dist is None:
+        return f"its releases: pip index versions {packages[0]}" if packages else "its releases before this one"
+    try:
+        installed = Version(Version(dist[1]).public)
+    except InvalidVersion:
+        installed = None
+    if installed is None or installed.minor < NEAR_MINORS:
+        return f"the releases of {dist[0]} around {dist[1]}: pip index versions {dist[0]}"
+    low = Version(f"{installed.major}.{installed.minor - NEAR_MINORS}")
+    return f"gpudoctor bisect --package {dist[0]} {low}..{installed} -- {command}"
 
 
 def _frames_of_one_package(text: str, dist: tuple[str, str]) -> bool:
     """Whether the failing frames in installed packages are all of one package, the distribution ``dist`` (or there
     are none, and the text's marks named it)."""
-    packages = set(_FRAME_PACKAGE.findall(text))
+    from gpudoctor.knowledge.reading import _INSTALLED, frames
+
+    packages = {found["package"] for f in frames(text) if (found := _INSTALLED.search(f.path))}
     if len(packages) > 1:
         return False
     names = {n.lower() for p in packages for n in IMPORT_PACKAGES.get(p, (p, p.replace("_", "-")))}
@@ -124,9 +127,9 @@ def _frames_of_one_package(text: str, dist: tuple[str, str]) -> bool:
 
 
 def bisect_proposal(result: ProbeResult, dist: tuple[str, str], environment: Environment) -> str | None:
-    """`gpudoctor bisect --package NAME A..B -- CMD` for the failing package: from the release another installed
-    distribution declares (where what it declares is broken here) to the installed one, else from the start of the
-    installed one's major line (of the one before, for an X.0 release)."""
+    """`gpudoctor bisect --package NAME A..B -- CMD` for the failing package where the environment shows a release
+    change: another installed distribution declares a release of it that is not the installed one. None otherwise:
+    a bisect over a whole version range is never the default."""
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.version import InvalidVersion, Version
 
@@ -144,22 +147,34 @@ def bisect_proposal(result: ProbeResult, dist: tuple[str, str], environment: Env
                 continue
     other = next((v for v in sorted(declared) if v != installed), None)
     if other is None:
-        major = installed.major if installed.release[1:] != (0,) * len(installed.release[1:]) else installed.major - 1
-        if major < 0:
-            return None
-        other = Version(f"{major}.0")
+        return None
     low, high = sorted((other, installed))
-    command = result.command if result.command and result.id != LOG_RUN_ID else "your command"
     bad = f" --bad {installed}" if installed != high else ""
-    return f"gpudoctor bisect --package {name} {low}..{high}{bad} -- {command}"
+    return f"gpudoctor bisect --package {name} {low}..{high}{bad} -- {_command(result)}"
 
 
-def answer(result: ProbeResult, text: str, environment: Environment, knowledge: Knowledge) -> Answer:
-    component, dist = component_of(text, environment, knowledge)
-    phase = phase_of(result, text)
-    experiment = experiment_for(result, phase, text)
+def answer(result: ProbeResult, text: str, environment: Environment, knowledge: Knowledge,
+           vocabulary: Vocabulary | None = None) -> Answer:  # fmt: skip
+    vocabulary = vocabulary or load_vocabulary()
+    reading = read(text, vocabulary)
+    component, name, component_id, dist = _component(reading, text, environment, knowledge, vocabulary)
+    phase_words, phase_id = _phase(result, reading)
+    phase: Phase = vocabulary.phases[phase_id]
+    kind = reading.kind
+    in_run = result.id == REPRODUCER_RUN_ID  # a report of `gpudoctor run`: the command already ran, instrumented
+    command = _command(result)
+    values = {**reading.values, "component": name, "command": command, "package": dist[0] if dist else name}
+    if kind is not None and kind.near_releases:
+        packages = reading.component.packages if reading.component is not None else ()
+        values["near"] = near_releases(dist, packages, command)
+    means = fill(kind.means if kind is not None else phase.means, values)
+    own, in_run_own = (kind.experiment, kind.experiment_in_run) if kind else (phase.experiment, phase.experiment_in_run)
+    experiment = fill(in_run_own if in_run and in_run_own else own, values)
     if dist is not None and _frames_of_one_package(text, dist):
         bisect = bisect_proposal(result, dist, environment)
-        if bisect is not None:  # the releases of the one failing package: where it starts, and what it breaks
+        if bisect is not None:  # another installed distribution declares another release: where it starts failing
             experiment = f"{bisect} (the release of {dist[0]} it starts failing with); or {experiment}"
-    return Answer(component, phase, requirements_of(dist, environment), experiment)
+    caller = reading.caller
+    if caller is None and reading.own_frame is not None and component_id != "own":
+        caller = f"your program ({reading.own_frame[0]}:{reading.own_frame[1]})"
+    return Answer(component, phase_words, means, requirements_of(dist, environment), experiment, component_id, caller)

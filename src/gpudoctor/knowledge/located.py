@@ -8,6 +8,7 @@ Pure: reads the run's detail and the import-name table (``import_names.toml``); 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from gpudoctor.facts.missing_names import ATTRIBUTE, IMPORT_NAME
+from gpudoctor.facts.missing_names import ATTRIBUTE, IMPORT_NAME, run_text
 from gpudoctor.model import ProbeResult
 from gpudoctor.protocol import MISSING_NAME_DETAIL
 from gpudoctor.tomlcheck import read_toml
@@ -63,15 +64,47 @@ def _spelling(kind: str, name: str, module: str) -> str:
     return f"`import {module}`"
 
 
-def _where_now(detail: dict[str, Any], provider: str) -> tuple[str, str | None]:
+@dataclass(frozen=True)
+class _Said:
+    """What the failure's own text says beside the name: Python 3 quotes a missing module's name and names the first
+    part of a dotted name it could not find (so the parts before it imported where it ran); Python 2 does neither.
+    A line without a traceback or an exception type was logged, not raised (as far as the text shows)."""
+
+    python2: bool = False
+    parent_imported: bool = False
+    raised: bool = True
+    shadowed_by: str | None = None  # the file the module came from, outside the installed packages
+
+
+def _said(text: str, kind: str, module: str) -> _Said:
+    if kind == IMPORT_NAME:  # "cannot import name 'X' from 'M' (PATH)": where M came from
+        path = re.search(rf"from '{re.escape(module)}' \((?P<path>[^)\n]+\.py)\)", text)
+        outside = path is not None and not re.search(r"[/\\](?:site|dist)-packages[/\\]", path["path"])
+        return _Said(shadowed_by=path["path"] if path is not None and outside else None)
+    if kind == ATTRIBUTE or not text:
+        return _Said()
+    quoted = f"No module named '{module}" in text
+    return _Said(python2=not quoted and f"No module named {module}" in text, parent_imported=quoted and "." in module,
+                 raised=bool(re.search(r"Traceback|ModuleNotFoundError|ImportError", text)))  # fmt: skip
+
+
+def _where_now(detail: dict[str, Any], provider: str, said: _Said) -> tuple[str, str | None]:
     """Where the name is now, in words, and the spelling that reaches it (None when the environment has none)."""
     kind, name, module = str(detail.get("kind")), str(detail.get("name")), str(detail.get("module"))
     found = [_dict(f) for f in _list(detail.get("found"))]
     close = [str(c) for c in _list(detail.get("close"))]
     if kind not in (IMPORT_NAME, ATTRIBUTE):
         installed = detail.get("installed")
+        top = module.split(".")[0]
+        if not installed and said.parent_imported:
+            return (f"{module.rsplit('.', 1)[0]} imported where it ran (Python names the first part it cannot find), "
+                    f"so the release of {top} that ran has no {module}: renamed, removed or private there; the "
+                    f"interpreter examined has no {top} to look in", None)  # fmt: skip
+        if not installed and said.python2:
+            return (f"no installed distribution provides {top}; the message is Python 2's (Python 3 quotes the name): "
+                    "another, older interpreter than the one examined ran it", None)  # fmt: skip
         if not installed:
-            return f"no installed distribution provides {module.split('.')[0]}", None
+            return f"no installed distribution provides {top}", None
         if installed == module:
             return (f"{module} is installed here ({provider}): the failing process did not see it — another "
                     "interpreter or environment than the one examined ran it", None)  # fmt: skip
@@ -80,6 +113,9 @@ def _where_now(detail: dict[str, Any], provider: str) -> tuple[str, str | None]:
         if close:
             return f"{provider} has no {module}; {installed} has {', '.join(close)}", None
         return f"{provider} has no {module}", None
+    if said.shadowed_by is not None:
+        return (f"{module} was imported from {said.shadowed_by}, outside the installed packages: a source tree or a "
+                f"file named like the package shadows the installed {module.split('.')[0]}", None)  # fmt: skip
     if detail.get("submodule"):
         return (f"{module}.{name} is a submodule that {module} does not import itself",
                 f"`import {module}.{name}` first")  # fmt: skip
@@ -94,6 +130,13 @@ def _where_now(detail: dict[str, Any], provider: str) -> tuple[str, str | None]:
                 _spelling(kind, name, str(place["module"])))  # fmt: skip
     if close:
         return f"{provider} has no {name}; {module} has {', '.join(close)} (renamed, or a typo)", None
+    if not detail.get("provider"):  # nothing to search: no release of it here to blame
+        top = module.split(".")[0]
+        unread = f"the interpreter examined has no {top} to read, so it cannot tell"
+        if kind != ATTRIBUTE or name.startswith("__"):  # a dunder is no module's name
+            return f"{unread} which release of {top} lacks {name}", None
+        return (f"{unread} which: {module}.{name} is a submodule {module} does not import itself, or a name of "
+                f"another release of {top}", None)  # fmt: skip
     return f"{provider} has no {name} in any of its Python files", None
 
 
@@ -121,9 +164,11 @@ def _declared(asker: dict[str, Any], provider_name: str | None) -> tuple[str, di
     return f"{who} declares {'; '.join(said)}", broken
 
 
-def _install(broken: dict[str, Any] | None, detail: dict[str, Any], asker: dict[str, Any]) -> str | None:
+def _install(broken: dict[str, Any] | None, detail: dict[str, Any], asker: dict[str, Any], said: _Said) -> str | None:
     if broken is not None:
         return f"pip install '{broken['requirement']}' (what {asker.get('distribution')} declares)"
+    if said.parent_imported or said.python2:
+        return None  # the interpreter that ran had the package, or is another: installing here changes nothing
     if detail.get("kind") not in (IMPORT_NAME, ATTRIBUTE) and not detail.get("installed"):
         top = str(detail.get("module")).split(".")[0]
         names = import_distributions().get(top)
@@ -165,10 +210,15 @@ def located(result: ProbeResult) -> Located | None:
     provider_detail = _dict(detail.get("provider"))
     provider_name = provider_detail.get("distribution")
     provider = f"{provider_name} {provider_detail.get('version')}" if provider_name else "the installed release"
-    where_now, spelling = _where_now(detail, provider)
+    said = _said(run_text(result), kind, module)
+    where_now, spelling = _where_now(detail, provider, said)
     asker = _dict(detail.get("asker"))
     declared, broken = _declared(asker, provider_name) if asker else ("", None)
-    install = _install(broken, detail, asker)
+    install = _install(broken, detail, asker, said)
+    top = module.split(".")[0]
+    if install and not said.raised:  # only printed: an optional import prints this and goes on
+        install += (f", if the program stopped here; a library that imports {top} only optionally prints this line "
+                    "and goes on, and then it is not the failure")  # fmt: skip
     if asker.get("distribution"):
         # The code that asked is an installed package's, not the user's: the advice is about the pairing of the two
         # releases, never an edit to that package's files.
@@ -177,8 +227,26 @@ def located(result: ProbeResult) -> Located | None:
         fix = f"{spelling} in code you own; or {install}" if asker else f"{install}; or, in code you own, {spelling}"
     elif install or spelling:
         fix = str(install or spelling)
+    elif said.shadowed_by is not None:
+        fix = (
+            f"Run it from another directory (or build the source tree in place) so the installed {top} is "
+            f"imported: python -c 'import {module}; print({module}.__file__)' says which one is"
+        )
+    elif kind == ATTRIBUTE and not provider_detail and not name.startswith("__"):
+        fix = (
+            f"If {name} is a module of {module} (a file {module.replace('.', '/')}/{name}.py), `import "
+            f"{module}.{name}` before using it; else install the release of {top} the code was written for "
+            "(--python the interpreter that ran tells which)"
+        )
+    elif said.parent_imported:
+        fix = (
+            f"Use the name the release of {top} that ran has for it (its changelog: renamed or private modules), or "
+            f"install the release of {top} the code was written for; --python the interpreter that ran looks it up"
+        )
+    elif said.python2:
+        fix = f"Run it with the interpreter that has {top} (sudo, cron and IDEs may run another: `which python`)"
     else:
-        fix = f"Install the release of {provider_name or module.split('.')[0]} the code was written for"
+        fix = f"Install the release of {provider_name or top} the code was written for"
     asked = _asked(asker) if asker else ""
     values = {"missing": _missing(kind, name, module), "where_now": where_now, "fix": fix, "provider": provider,
               "asked": f"{asked[:1].upper()}{asked[1:]}." if asked else "",

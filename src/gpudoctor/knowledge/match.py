@@ -20,8 +20,10 @@ from gpudoctor.knowledge.entry import ANY_PROBE, Evidence, Explanation, Knowledg
 from gpudoctor.knowledge.load import load_knowledge
 from gpudoctor.knowledge.registry import REGISTRY
 from gpudoctor.knowledge.text import fill
-from gpudoctor.model import Environment, Finding, ProbeResult, Report
-from gpudoctor.protocol import KERNEL_PROBE, MISSING_NAME_DETAIL
+from gpudoctor.model import Environment, Finding, ProbeResult, Report, Severity
+from gpudoctor.protocol import KERNEL_PROBE, LOG_RUN_ID, MISSING_NAME_DETAIL, REPRODUCER_RUN_ID
+
+USER_RUNS = frozenset({REPRODUCER_RUN_ID, LOG_RUN_ID})  # the runs of a user's own command or log
 
 UNIDENTIFIED = "an unidentified toolchain"
 
@@ -48,6 +50,8 @@ def report_facts(report: Report) -> dict[str, str]:
         "driver_cuda": environment.driver.cuda_driver_version or "unknown (no driver seen)",
         "torch_cuda": str(environment.stack.torch_cuda or "unknown"),
     }
+    if not any(r.id == REPRODUCER_RUN_ID for r in report.results):  # a report of a run never proposes another
+        facts["gpudoctor_run"] = "gpudoctor run"
     if environment.driver.version:
         facts["driver"] = environment.driver.version
     if gpu is not None:
@@ -174,8 +178,11 @@ def match_findings(report: Report, entries: Knowledge | Iterable[Explanation] | 
         if not evidence:
             continue
         runs = tuple(dict.fromkeys([r.id for _, r in matched] + [run for _, run in predicated if run is not None]))
+        # What a user's failing run (the command, a pasted log) shows in its own text explains why it failed: a
+        # problem there, whatever its severity where it is one notice among others (a probe's, the environment's).
+        explains = any(r.id in USER_RUNS and r.outcome.is_problem for _, r in matched)
         finding = Finding(
-            id=entry.id, title=fill(entry.title, values), severity=entry.severity,
+            id=entry.id, title=fill(entry.title, values), severity=Severity.PROBLEM if explains else entry.severity,
             evidence=tuple(dict.fromkeys(evidence)), explanation=fill(entry.explanation, values),
             fix=fill(entry.fix, values), references=entry.references, patch=entry.patch, runs=runs,
         )  # fmt: skip
@@ -211,11 +218,12 @@ def _located_findings(report: Report, knowledge: Knowledge, known: set[str]) -> 
     more = f" (and {len(runs) - 1} more run{'s' if len(runs) > 2 else ''})" if len(runs) > 1 else ""
     values = {**report_facts(report), **runs[0][1].values, "more": more}
     evidence = tuple(dict.fromkeys(line for _, seen in runs for line in seen.evidence))
+    explains = any(r.id in USER_RUNS for r, _ in runs)  # the lookup explains a user's failing run: a problem there
     return [
         Finding(
-            id=entry.id, title=fill(entry.title, values), severity=entry.severity, evidence=evidence,
-            explanation=fill(entry.explanation, values), fix=fill(entry.fix, values), references=entry.references,
-            runs=tuple(r.id for r, _ in runs),
+            id=entry.id, title=fill(entry.title, values), severity=Severity.PROBLEM if explains else entry.severity,
+            evidence=evidence, explanation=fill(entry.explanation, values), fix=fill(entry.fix, values),
+            references=entry.references, runs=tuple(r.id for r, _ in runs),
         )
     ]  # fmt: skip
 
@@ -231,10 +239,7 @@ def _unanswered(report: Report, knowledge: Knowledge, findings: Sequence[Finding
     first = answers[0][1]
     more = f" (and {len(runs) - 1} more run{'s' if len(runs) > 2 else ''})" if len(runs) > 1 else ""
     values = {**report_facts(report), "component": first.component, "phase": first.phase, "more": more}
-    evidence = tuple(
-        f"{r.id} {r.outcome.value}: {a.component}; during {a.phase}; {a.requirements}; next: {a.experiment}"
-        for r, a in answers
-    )
+    evidence = tuple(f"{r.id} {r.outcome.value}: {a.line()}" for r, a in answers)
     return [
         Finding(
             id=entry.id, title=fill(entry.title, values), severity=entry.severity, evidence=evidence,

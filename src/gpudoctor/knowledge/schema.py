@@ -1,5 +1,6 @@
-"""The shape of the knowledge files, as typed dataclasses, and the one converter that checks a parsed TOML file
-against them (types, required and unknown fields) before ``knowledge.load`` checks what types cannot say.
+"""The shape of the knowledge files (and of the vocabulary, ``VocabularyShape``), as typed dataclasses, and the one
+converter that checks a parsed TOML file against them (types, required and unknown fields) before ``knowledge.load``
+(``knowledge.vocabulary``) checks what types cannot say.
 
 Not msgspec, though it would do the same: the inventory-only run loads the knowledge for its pre-flight findings and
 never imports msgspec (tests/test_codec.py); errors read as msgspec's do, and become one line the same way.
@@ -94,10 +95,77 @@ class FileShape:
     toolchain: tuple[ToolchainShape, ...] = ()
 
 
+@dataclass(frozen=True)
+class PhaseShape:
+    id: str
+    means: str
+    experiment: str
+    experiment_in_run: str | None = None
+
+
+@dataclass(frozen=True)
+class ComponentShape:
+    id: str
+    name: str
+    packages: tuple[str, ...] = ()
+    compiles: str | None = None
+    phase: str | None = None
+    builds: bool = False
+
+
+@dataclass(frozen=True)
+class MarkShape:
+    component: str
+    kind: str
+    pattern: str
+    source: str
+    text: str
+    blames: str = "layer"
+    phase: str | None = None
+    means: str | None = None
+
+
+@dataclass(frozen=True)
+class WordShape:
+    phase: str
+    pattern: str
+    source: str
+    text: str
+
+
+@dataclass(frozen=True)
+class KindShape:
+    id: str
+    means: str
+    experiment: str
+    source: str
+    text: str
+    pattern: str | None = None
+    phases: tuple[str, ...] = ()
+    near_releases: bool = False
+    experiment_in_run: str | None = None
+
+
+@dataclass(frozen=True)
+class VocabularyShape:
+    phase: tuple[PhaseShape, ...] = ()
+    component: tuple[ComponentShape, ...] = ()
+    mark: tuple[MarkShape, ...] = ()
+    word: tuple[WordShape, ...] = ()
+    kind: tuple[KindShape, ...] = ()
+
+
 def convert(data: dict[str, Any]) -> FileShape:
     """``data`` (a parsed TOML file) as a FileShape; a ValidationError names the first wrong field."""
     shape = _convert(data, FileShape, "$")
     assert isinstance(shape, FileShape)
+    return shape
+
+
+def convert_vocabulary(data: dict[str, Any]) -> VocabularyShape:
+    """``data`` (the parsed vocabulary file) as a VocabularyShape; a ValidationError names the first wrong field."""
+    shape = _convert(data, VocabularyShape, "$")
+    assert isinstance(shape, VocabularyShape)
     return shape
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from gpudoctor.calls.channel import environment as call_checks_environment
 from gpudoctor.model import Device, Finding, NativeStacks, Outcome, ProbeResult, Severity
 from gpudoctor.process.cancel import Cancelled, CancelScope
 from gpudoctor.process.endings import classify_ending, signal_name
@@ -34,6 +35,7 @@ from gpudoctor.reproducer import native
 RUN_ID = REPRODUCER_RUN_ID
 HOST_INDEXING_DETAIL = ReproducerDetail.HOST_INDEXING
 LEFT_RUNNING_DETAIL = ReproducerDetail.LEFT_RUNNING
+AT_DEADLINE_DETAIL = ReproducerDetail.AT_DEADLINE
 CAPTURE_LIMIT = 256 * 1024
 DEFAULT_TIMEOUT_S = 600.0
 MAPS_EVERY_S = 0.2
@@ -51,6 +53,7 @@ class Reproducer:
     timeout_s: float = DEFAULT_TIMEOUT_S
     python: str | None = None  # the interpreter that runs `python ...` and `script.py ...` (a sweep cell's)
     debugger: bool = True  # native frames with gdb where it is installed
+    call_checks_file: str | None = None  # custom-op calls checked, into this file (gpudoctor.calls); None: off
 
 
 def command_line(reproducer: Reproducer) -> list[str]:
@@ -72,6 +75,8 @@ def command_environment(reproducer: Reproducer, base: Mapping[str, str] | None =
     if reproducer.python is not None:  # `python` inside a shell script is the cell's too
         folder = os.path.dirname(reproducer.python)
         env["PATH"] = os.pathsep.join(p for p in (folder, env.get("PATH")) if p)
+    if reproducer.call_checks_file is not None:  # the start-up hook that checks custom-op calls
+        env.update(call_checks_environment(env, Path(reproducer.call_checks_file)))
     return env
 
 
@@ -108,22 +113,36 @@ class MapsWatcher:
 
 
 class HangDump:
-    """What happens at the deadline: every thread's native stack (gdb attached, where there is one), then SIGABRT,
-    on which faulthandler (PYTHONFAULTHANDLER) prints every thread's Python frames before the process dies."""
+    """What happens at the deadline, once, in place (a hang is never rerun to hang again): every thread's native stack
+    and, where cuda-gdb is installed, the GPU's side — which kernels are running and where their threads are — then
+    NVML's view of the GPUs (utilisation, the program's memory), then SIGABRT, on which faulthandler
+    (PYTHONFAULTHANDLER) prints every thread's Python frames before the process dies."""
 
     def __init__(self, reproducer: Reproducer, scope: CancelScope) -> None:
         self.reproducer, self.scope = reproducer, scope
         self.stacks: NativeStacks | None = None
         self.libraries: tuple[str, ...] = ()
+        self.at_deadline: dict[str, Any] = {}
 
     def __call__(self, pid: int) -> None:
+        cuda_gdb = native.find_cuda_gdb() if self.reproducer.debugger else None
         gdb = native.find_gdb() if self.reproducer.debugger else None
-        if gdb is None:
+        if cuda_gdb is not None:
+            self.stacks = NativeStacks(native.gdb_version(cuda_gdb), "cuda-gdb could not attach to the process")
+            with contextlib.suppress(OSError, Cancelled):
+                self.stacks, gpu = native.attach_cuda_gdb(cuda_gdb, pid, self.scope.child())
+                self.at_deadline.update(gpu)
+        elif gdb is None:
             self.stacks = NativeStacks(None, native.NO_DEBUGGER) if self.reproducer.debugger else None
         else:
             self.stacks = NativeStacks(native.gdb_version(gdb), "gdb could not attach to the process")
             with contextlib.suppress(OSError, Cancelled):  # a stopped session is seen by the caller's scope
                 self.stacks, self.libraries = native.attach_gdb(gdb, pid, self.scope.child())
+        from gpudoctor.facts.nvml import process_gpu_view
+
+        seen = process_gpu_view({pid, *MapsWatcher._members(pid)})
+        if seen is not None:
+            self.at_deadline["nvml"] = seen
         # the command itself only: its children's dumps would interleave with its own on the shared stderr
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGABRT)
@@ -147,7 +166,9 @@ def run_command(reproducer: Reproducer, cancel: CancelScope | None = None) -> Pr
         return ProbeResult(outcome=Outcome.FAIL, duration_s=0.0, summary=f"could not start the command: {error}",
                            exception_type=type(error).__name__, message=redact_text(str(error)), **common)  # fmt: skip
     left = {LEFT_RUNNING_DETAIL: [{"pid": p.pid, "command": p.command} for p in ended.left_running]}
-    details = left if ended.left_running else {}
+    details: dict[str, Any] = left if ended.left_running else {}
+    if hang.at_deadline:
+        details[AT_DEADLINE_DETAIL] = hang.at_deadline
     if ended.cancelled is not None:
         return ProbeResult(outcome=Outcome.INTERRUPTED, duration_s=ended.duration_s,
                            summary=f"interrupted: {ended.cancelled}", details=details, **common)  # fmt: skip

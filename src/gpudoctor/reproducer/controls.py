@@ -8,7 +8,9 @@ from __future__ import annotations
 import re
 
 from gpudoctor.examination import RunContext
+from gpudoctor.instruments.triage import FailureClass
 from gpudoctor.model import Device, ProbeResult
+from gpudoctor.protocol import ReproducerDetail
 from gpudoctor.suite.catalog import default_probe_dir, load_catalog
 from gpudoctor.suite.plan import plan_runs
 from gpudoctor.suite.schedule import FaceCallbacks, Schedule, run_schedule
@@ -20,15 +22,28 @@ CONTROLS = {
     "numba-cuda": re.compile(r"/numba_cuda/|/numba/cuda/"),
     "cpp-extension": re.compile(r"/torch_extensions/"),
     "custom-op": re.compile(r"libmax\.so|/modular/lib/|max/engine/"),
+    "cuda-graph-arg-lifetime": re.compile(r"/cuda/core/|cuda\.core"),
 }
+# A failure of the process model (CUDA used across a fork) is confirmed by gpudoctor's own fork probe beside it.
+PROCESS_MODEL_CONTROL = "fork-after-init"
 FALLBACK = "torch-env"  # torch's own kernels on the GPU, when nothing more specific was mapped
 
 
 def controls_for(result: ProbeResult) -> list[str]:
-    """The control probes for the stacks ``result``'s command used."""
+    """The control probes for the stacks ``result``'s command used, and for a process-model failure the fork probe."""
     text = "\n".join(result.mapped_libraries) + "\n" + result.stderr_tail
     chosen = [probe for probe, seen in CONTROLS.items() if seen.search(text)]
-    return chosen or ([FALLBACK] if re.search(r"libtorch|/torch/", text) else [])
+    chosen = chosen or ([FALLBACK] if re.search(r"libtorch|/torch/", text) else [])
+    if result.details.get(ReproducerDetail.FAILURE_CLASS) == FailureClass.PROCESS_MODEL.value:
+        chosen = [PROCESS_MODEL_CONTROL, *chosen]
+    return chosen
+
+
+def wants_controls(result: ProbeResult) -> bool:
+    """Whether the controls run beside ``result``: it was rerun with the GPU's instruments, or its class is decided
+    by a probe of gpudoctor's own (a process-model failure: the fork probe)."""
+    failure = result.details.get(ReproducerDetail.FAILURE_CLASS)
+    return ReproducerDetail.INSTRUMENTS in result.details or failure == FailureClass.PROCESS_MODEL.value
 
 
 def run_controls(result: ProbeResult, context: RunContext) -> tuple[ProbeResult, ...]:

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from gpudoctor.facts.sanitizer import find_sanitizer
-from gpudoctor.instruments.explain import summarise
+from gpudoctor.instruments.explain import OpOf, causes
 from gpudoctor.instruments.reruns import Instrument, InstrumentedRun, NotRun, plan_reruns
 from gpudoctor.instruments.sanitizer import parse
+from gpudoctor.instruments.triage import EXPERIMENTS, FailureClass, program_sources, triage
 from gpudoctor.model import Environment, Outcome, ProbeResult
 from gpudoctor.process.cancel import Cancelled, CancelScope
 from gpudoctor.process.endings import TRACEBACK_FRAME
@@ -23,6 +24,14 @@ from gpudoctor.redact import redact_text
 from gpudoctor.reproducer.command import Reproducer, command_environment, command_line
 
 CAPTURE_LIMIT = 256 * 1024  # the sanitizer's report: --print-limit keeps it short, the program's own output may not
+# Each rerun's limit: the program's own, but no more than this many times what the run itself took (with a floor for
+# start-up under the tool): an instrument slows a program down, it does not make a finished one hang.
+SLOWDOWN_LIMIT = 20.0
+FLOOR_S = 120.0
+
+
+def rerun_limit(reproducer: Reproducer, result: ProbeResult) -> float:
+    return min(reproducer.timeout_s, max(FLOOR_S, result.duration_s * SLOWDOWN_LIMIT))
 
 
 def _own_files(reproducer: Reproducer) -> frozenset[str]:
@@ -42,12 +51,17 @@ def raising_line(stderr: str, own: frozenset[str]) -> str | None:
 
 
 def _one(
-    run: InstrumentedRun, reproducer: Reproducer, env: dict[str, str], scope: CancelScope, raised_before: str | None
+    run: InstrumentedRun,
+    reproducer: Reproducer,
+    env: dict[str, str],
+    scope: CancelScope,
+    raised_before: str | None,
+    limit_s: float,
+    op_of: OpOf | None = None,
 ) -> dict[str, Any]:
     """What one instrument said; ``raised_before``: where the command itself raised (its own traceback)."""
     ended = supervise(
-        run.argv, scope.child(), reproducer.timeout_s, env={**env, **run.env}, cwd=reproducer.cwd,
-        capture_limit=CAPTURE_LIMIT,
+        run.argv, scope.child(), limit_s, env={**env, **run.env}, cwd=reproducer.cwd, capture_limit=CAPTURE_LIMIT,
     ).unless_cancelled()  # fmt: skip
     said: dict[str, Any] = {
         "instrument": run.instrument.value,
@@ -63,7 +77,11 @@ def _one(
     else:
         report = parse(ended.stdout.text() + "\n" + ended.stderr.text())
         said["errors"] = report.error_count
-        said["found"] = [redact_text(line) for line in summarise(report, own)]
+        found = [{**cause, "line": redact_text(cause["line"])} for cause in causes(report, own, op_of)]
+        said["found"] = [cause["line"] for cause in found]
+        said["causes"] = found
+        if report.never_used_cuda:
+            said["never_used_cuda"] = True  # it ended before its first CUDA call: nothing on the GPU to check
     return said
 
 
@@ -74,26 +92,32 @@ def rerun_with_instruments(
     cancel: CancelScope | None = None,
     *,
     passing_too: bool = False,
+    op_of: OpOf | None = None,
 ) -> ProbeResult:
-    """``result`` with what the instruments said (ReproducerDetail.INSTRUMENTS) or why none ran
-    (INSTRUMENTS_NOT_RUN). A command that failed, crashed or hung is rerun; one that passed only with
-    ``passing_too`` (`gpudoctor run --sanitize`: memcheck and initcheck, for a read out of bounds that still
-    prints a plausible answer)."""
-    failed = result.outcome in (Outcome.FAIL, Outcome.CRASH, Outcome.TIMEOUT)
-    if not failed and not (passing_too and result.outcome is Outcome.PASS):
+    """``result`` with its class of failure (ReproducerDetail.FAILURE_CLASS), what that class's instruments said
+    (INSTRUMENTS) or why one did not run (INSTRUMENTS_NOT_RUN). The experiments come from instruments.triage's
+    table: a hang is never rerun (it was examined at its deadline), an import error needs no GPU; a command that
+    passed is rerun only with ``passing_too`` (`gpudoctor run --sanitize`: memcheck and initcheck, for a read out of
+    bounds that still prints a plausible answer)."""
+    if result.outcome not in (Outcome.FAIL, Outcome.CRASH, Outcome.TIMEOUT, Outcome.PASS):
+        return result
+    failure = triage(result, program_sources(reproducer.argv, reproducer.cwd))
+    classified = dataclasses.replace(result, details={**result.details, ReproducerDetail.FAILURE_CLASS: failure.value})
+    if failure is FailureClass.PASSED and not passing_too:
         return result
     argv = command_line(reproducer)
     env = command_environment(reproducer)
     sites = [Path(p) for p in environment.stack.site_packages or ()]
     runs, not_run = plan_reruns(
-        argv, env, gpus=len(environment.driver.gpus), sanitizer=find_sanitizer(env, sites), exited_cleanly=not failed
+        argv, env, gpus=len(environment.driver.gpus), sanitizer=find_sanitizer(env, sites), wanted=EXPERIMENTS[failure]
     )
     scope = cancel if cancel is not None else CancelScope()
     said: list[dict[str, Any]] = []
     raised_before = raising_line(result.stderr_tail or "", _own_files(reproducer))
+    limit = rerun_limit(reproducer, result)
     for run in runs:
         try:
-            said.append(_one(run, reproducer, env, scope, raised_before))
+            said.append(_one(run, reproducer, env, scope, raised_before, limit, op_of))
         except Cancelled:
             break  # the session was stopped: keep what the instruments said so far
         except OSError as error:
@@ -103,4 +127,4 @@ def rerun_with_instruments(
         details[ReproducerDetail.INSTRUMENTS] = said
     if not_run:
         details[ReproducerDetail.INSTRUMENTS_NOT_RUN] = [f"{n.instrument.value}: {n.why}" for n in not_run]
-    return result if not details else dataclasses.replace(result, details={**result.details, **details})
+    return dataclasses.replace(classified, details={**classified.details, **details})

@@ -8,9 +8,10 @@ Parsing is pure functions over gdb's text, tested on real gdb output; running gd
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 import shutil
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ from gpudoctor.process.cancel import CancelScope
 from gpudoctor.process.supervise import supervise
 
 GDB_TIMEOUT_S = 60.0
+VERSION_TIMEOUT_S = 5.0
 FRAMES_PER_THREAD = 32
 CRASHING_FRAMES = 64
 MAX_THREADS = 64
@@ -37,17 +39,33 @@ _LWP = re.compile(r"\(LWP (?P<lwp>\d+)\)(?: \"(?P<name>[^\"]*)\")?")
 _LIBRARY = re.compile(r"^(?:0x[0-9a-fA-F]+\s+0x[0-9a-fA-F]+|\s+)\s+\S+\s+(?:\(\*\)\s+)?(?P<path>/\S+)\s*$")
 
 
+CUDA_GDB_PLACES = ("/usr/local/cuda/bin/cuda-gdb",)
+
+
 def find_gdb() -> str | None:
-    return shutil.which("gdb")
+    """gdb, else cuda-gdb (NVIDIA's gdb, which debugs host code too: the GPU machines have it and no gdb)."""
+    return shutil.which("gdb") or find_cuda_gdb()
 
 
+def find_cuda_gdb() -> str | None:
+    found = shutil.which("cuda-gdb")
+    return found or next((p for p in CUDA_GDB_PLACES if os.access(p, os.X_OK)), None)
+
+
+@functools.cache
 def gdb_version(gdb: str) -> str:
+    """ "gdb 13.1" or "cuda-gdb 13.0", asked once per debugger, bounded in time and output (a debugger that hangs or
+    floods costs seconds, not the run)."""
+    name = "cuda-gdb" if os.path.basename(gdb).startswith("cuda-gdb") else "gdb"
     try:
-        first = subprocess.run([gdb, "--version"], capture_output=True, text=True, timeout=10, check=False).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return "gdb"
-    match = re.search(r"(\d+\.\d+(?:\.\d+)?)", first.splitlines()[0] if first else "")
-    return f"gdb {match[1]}" if match else "gdb"
+        ran = supervise([gdb, "--version"], CancelScope(), VERSION_TIMEOUT_S, capture_limit=4096)
+    except OSError:
+        return name
+    said = ran.stdout.text()
+    # "NVIDIA (R) cuda-gdb 13.0" / "GNU gdb (Debian 13.1-3) 13.1": the number after the tool's own name
+    match = re.search(r"cuda-gdb\D{0,20}?(\d+\.\d+(?:\.\d+)?)", said) if name == "cuda-gdb" else None
+    match = match or re.search(r"^GNU gdb .*?(\d+\.\d+(?:\.\d+)?)\s*$", said, re.MULTILINE)
+    return f"{name} {match[1]}" if match else name
 
 
 def _section(text: str, name: str) -> str:
@@ -151,3 +169,60 @@ def attach_gdb(gdb: str, pid: int, cancel: CancelScope) -> tuple[NativeStacks, t
         return NativeStacks(version, f"{version} could not attach to the process {reason}".strip()), ()
     how = f"{version} attached before the kill: every thread"
     return NativeStacks(version, how, tuple(frames)), tuple(dict.fromkeys(parse_libraries(_section(text, "libraries"))))
+
+
+# `info cuda kernels` / `info cuda threads` rows (cuda-gdb): the kernels running on the GPU when it attached, and
+# where their threads are (a count of threads at one PC, with the source line where the kernel carries line info).
+_KERNEL_ROW = re.compile(r"^\*?\s*\d+\s+\S+\s+\d+\s+\d+\s+(?P<status>[A-Z][a-z]+)\s+\S+\s+(?P<grid>\(\d+,\d+,\d+\))\s+"
+                         r"(?P<block>\(\d+,\d+,\d+\))\s+(?P<invocation>\S.*)$")  # fmt: skip
+_THREAD_ROW = re.compile(
+    r"^\*?\s*(?P<first>\(\d+,\d+,\d+\))\s+\(\d+,\d+,\d+\)\s+(?P<last>\(\d+,\d+,\d+\))\s+\(\d+,\d+,\d+\)\s+"
+    r"(?P<count>\d+)\s+(?P<pc>0x[0-9a-fA-F]+)(?:\s+(?P<file>\S+)\s+(?P<line>\d+)|\s+\d+)?\s*$"
+)
+MAX_GPU_ROWS = 16
+
+
+def _kernel_name(invocation: str) -> str:
+    return re.split(r"<<<|\(", invocation, maxsplit=1)[0].strip()
+
+
+def parse_cuda_kernels(text: str) -> list[dict[str, str]]:
+    kernels: list[dict[str, str]] = []
+    for line in text.splitlines():
+        if (match := _KERNEL_ROW.match(line.strip())) and len(kernels) < MAX_GPU_ROWS:
+            kernels.append({"kernel": _kernel_name(match["invocation"]), "status": match["status"],
+                            "grid": match["grid"], "block": match["block"]})  # fmt: skip
+    return kernels
+
+
+def parse_cuda_threads(text: str) -> list[dict[str, str]]:
+    threads: list[dict[str, str]] = []
+    for line in text.splitlines():
+        if (match := _THREAD_ROW.match(line.strip())) and len(threads) < MAX_GPU_ROWS:
+            where = None if match["file"] in (None, "n/a", "??") else f"{match['file']}:{match['line']}"
+            threads.append({"blocks": f"{match['first']}..{match['last']}", "count": match["count"],
+                            "pc": match["pc"], "source": where or "no line info"})  # fmt: skip
+    return threads
+
+
+def attach_cuda_gdb(cuda_gdb: str, pid: int, cancel: CancelScope) -> tuple[NativeStacks, dict[str, object]]:
+    """A hanging process seen by cuda-gdb: every host thread's frames, and the GPU's side — the kernels running and
+    where their threads are; it is detached again."""
+    after = _commands(("kernels", "info cuda kernels"), ("gputhreads", "info cuda threads"),
+                      ("threads", f"thread apply all bt {FRAMES_PER_THREAD}"))  # fmt: skip
+    command = [cuda_gdb, "-q", "-nx", "-batch", "-ex", "set pagination off", "-ex", "set width 0",
+               "-ex", "set cuda break_on_launch none", "-p", str(pid), *after, "-ex", "detach"]  # fmt: skip
+    version = gdb_version(cuda_gdb)
+    ran = supervise(command, cancel, GDB_TIMEOUT_S).unless_cancelled()
+    text = ran.stdout.text() + "\n" + ran.stderr.text()
+    frames = parse_threads(_section(text, "threads"))
+    gpu: dict[str, object] = {"debugger": version, "kernels": parse_cuda_kernels(_section(text, "kernels")),
+                              "threads": parse_cuda_threads(_section(text, "gputhreads")),
+                              "said": [line.rstrip() for name in ("kernels", "gputhreads")
+                                       for line in _section(text, name).splitlines() if line.strip()][:24]}  # fmt: skip
+    if ran.timed_out:
+        gpu["note"] = f"{version} did not answer within {GDB_TIMEOUT_S:g} s"
+    if not frames:
+        reason = next((line for line in text.splitlines() if "ptrace" in line or "not permitted" in line), "")
+        return NativeStacks(version, f"{version} could not attach to the process {reason}".strip()), gpu
+    return NativeStacks(version, f"{version} attached before the kill: every thread", tuple(frames)), gpu

@@ -53,6 +53,11 @@ class PastedLog:
         run = next((r for r in report.results if r.id == LOG_RUN_ID), None)
         if run is None or reads_as_failure(run.stderr_tail or ""):
             return report
+        from gpudoctor.knowledge.reading import shows_failure
+        from gpudoctor.knowledge.vocabulary import load_vocabulary
+
+        if shows_failure(run.stderr_tail or "", load_vocabulary()):
+            return report  # a failure in its own words, with no line that says "error" ("fallen off the bus")
         if any(LOG_RUN_ID in f.runs and f.id != GENERIC_ID for f in report.findings):
             return report
         passed = dataclasses.replace(run, outcome=Outcome.PASS, summary=f"{self.name}: {NO_FAILURE}")

@@ -4,15 +4,20 @@ its supervisor (gpudoctor.reproducer.command), with the host-indexing lines of t
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpudoctor.calls import channel as calls_channel
 from gpudoctor.examination import Fingerprint, RunContext
+from gpudoctor.instruments.explain import OpOf
+from gpudoctor.instruments.sanitizer import SanitizerError
 from gpudoctor.kernel.scan import scan_package
 from gpudoctor.kernelsection import KernelSection
 from gpudoctor.model import Environment, ProbeResult, ProbeSpec, Report
 from gpudoctor.protocol import ReproducerDetail
+from gpudoctor.redact import redact_tree
 from gpudoctor.reproducer.command import (
     HOST_INDEXING_DETAIL,
     Reproducer,
@@ -21,7 +26,7 @@ from gpudoctor.reproducer.command import (
     left_running_finding,
     run_command,
 )
-from gpudoctor.reproducer.controls import run_controls
+from gpudoctor.reproducer.controls import run_controls, wants_controls
 from gpudoctor.reproducer.instrumented import rerun_with_instruments
 from gpudoctor.suite.plan import PlannedRun
 from gpudoctor.suite.schedule import ScheduleHandler
@@ -59,6 +64,77 @@ def host_indexing_lines(reproducer: Reproducer) -> list[str]:
     return lines
 
 
+def _packages_near(reproducer: Reproducer, limit: int = 64) -> list[Path]:
+    """The Mojo packages beside the script (mojo_packages_beside) and beside its folder (a program in `tests/` that
+    loads `kernels/add`): where the ops a program calls are looked for by name."""
+    found = mojo_packages_beside(reproducer)
+    for arg in reproducer.argv:
+        script = reproducer.cwd / arg
+        if arg.endswith(".py") and script.is_file():
+            above = script.resolve().parent.parent
+            for marker in sorted(above.glob("*/*/__init__.mojo")):
+                if marker.parent not in found and len(found) < limit:
+                    found.append(marker.parent)
+    return found
+
+
+_OP_CALL = re.compile(r"\.(\w+)\s*(?:\[[^\]]*\])?\s*\(")
+
+
+def op_at_launch(reproducer: Reproducer) -> OpOf:
+    """For a kernel MAX made of a custom op's `foreach` (named `mogg_for_each_...`, not by the user): the op the
+    program called on the line that launched it, found among the ops of the Mojo packages beside the script —
+    "op `plus_one` (kernels/add.mojo:15), called at prog.py:17"."""
+    ops = {op.name: (package, op) for package in _packages_near(reproducer) for op in scan_package(package).ops}
+    scripts = {Path(arg).name: reproducer.cwd / arg for arg in reproducer.argv if arg.endswith(".py")}
+
+    def described(name: str) -> str:
+        package, op = ops[name]
+        try:
+            where = package.relative_to(reproducer.cwd)
+        except ValueError:
+            where = Path(package.name)
+        return f"op `{name}` ({where}/{op.file}:{op.line})"
+
+    def called() -> list[tuple[str, str]]:
+        """(op, "script:line") of every call of one of those ops in the program's own files."""
+        found = []
+        for base, path in scripts.items():
+            try:
+                lines = path.read_text(errors="replace").splitlines()
+            except OSError:
+                continue
+            found += [(name, f"{base}:{n}") for n, line in enumerate(lines, 1) for name in _OP_CALL.findall(line)
+                      if name in ops]  # fmt: skip
+        return found
+
+    def op_of(error: SanitizerError) -> str | None:
+        site = error.launch_site(frozenset(scripts))
+        if site is not None and site.file in scripts and site.line is not None:
+            try:
+                line = scripts[site.file].read_text(errors="replace").splitlines()[site.line - 1]
+            except (OSError, IndexError):
+                line = ""
+            for name in reversed(_OP_CALL.findall(line)):
+                if name in ops:
+                    return f"{described(name)}, called at {site.file}:{site.line}"
+        # MAX launches from its own threads: no Python frame names the call. The ops the program calls are the
+        # candidates; one alone is the op, several are named as such.
+        calls = called()
+        names = sorted({name for name, _ in calls})
+        if len(names) == 1:
+            sites = ", ".join(where for _, where in calls[:3])
+            return f"{described(names[0])}, the only custom op the program calls ({sites})"
+        if names:
+            return "one of the custom ops the program calls: " + ", ".join(described(n) for n in names[:4])
+        return None
+
+    return op_of
+
+
+CALL_CHECKS_DETAIL = ReproducerDetail.CALL_CHECKS
+
+
 @dataclass(frozen=True)
 class UserCommand:
     """The user's command: no probe runs to plan, one run of its own under the command's supervisor. The
@@ -68,6 +144,7 @@ class UserCommand:
     reproducer: Reproducer
     instruments: bool = False  # rerun a failure with the GPU's instruments (`gpudoctor run`; a bisect's cells do not)
     sanitize: bool = False  # and a command that passed, under memcheck and initcheck (`gpudoctor run --sanitize`)
+    call_checks: bool = True  # each custom-op call checked against its op's declaration (`--no-call-checks`: off)
     title: str = field(default="your command", init=False)
     needs_packages: tuple[str, ...] = field(default=(), init=False)
     records_matrix_row: bool = field(default=False, init=False)  # a user's command says nothing about the stack's row
@@ -83,15 +160,20 @@ class UserCommand:
 
     def run_own(self, context: RunContext) -> tuple[ProbeResult, ...]:
         reproducer = dataclasses.replace(self.reproducer, python=context.python)
-        result = run_command(reproducer, context.cancel)
+        checks = calls_channel.new_file(context.scratch) if self.call_checks else None
+        result = run_command(dataclasses.replace(reproducer, call_checks_file=str(checks) if checks else None),
+                             context.cancel)  # fmt: skip
+        if checks is not None and (seen := calls_channel.summary(calls_channel.read_events(checks))):
+            result = dataclasses.replace(result, details={**result.details, CALL_CHECKS_DETAIL: redact_tree(seen)})
         if lines := host_indexing_lines(self.reproducer):
             result = dataclasses.replace(result, details={**result.details, HOST_INDEXING_DETAIL: lines[:20]})
         if self.instruments and context.environment is not None:
             result = rerun_with_instruments(
-                reproducer, result, context.environment, context.cancel, passing_too=self.sanitize
-            )
+                reproducer, result, context.environment, context.cancel, passing_too=self.sanitize,
+                op_of=op_at_launch(self.reproducer),
+            )  # fmt: skip
         context.events.ended(result)
-        if ReproducerDetail.INSTRUMENTS in result.details:  # it failed on a GPU: the known-good control beside it
+        if wants_controls(result):  # it failed on a GPU: the known-good control beside it
             return (result, *run_controls(result, context))
         return (result,)
 

@@ -132,13 +132,12 @@ def reproducer_host_indexing(report: Report) -> list[PredicateEvidence]:
 @predicate("reproducer_instruments_located")
 def reproducer_instruments_located(report: Report) -> list[PredicateEvidence]:
     """`gpudoctor run` on a GPU: what the synchronous rerun and compute-sanitizer said about the failing command,
-    when they named something (a raising line, a kernel's error)."""
-    result = report.result(RUN_ID)
-    if result is None:
-        return []
-    from gpudoctor.instruments.explain import instrument_lines
+    when they named something on its failing path (a raising line, a kernel's error, an API error the failure
+    reports) other than the classes with their own entry (a race, an uninitialised read, a misaligned access, a host
+    address, a refused launch: knowledge.checks.runs)."""
+    from gpudoctor.knowledge.checks.runs import of_kinds
 
-    return [(line, result.id) for line in instrument_lines(result.details)]
+    return of_kinds(report, None)
 
 
 def _controls(report: Report, *, located: bool = True) -> list[ProbeResult]:
@@ -148,9 +147,9 @@ def _controls(report: Report, *, located: bool = True) -> list[ProbeResult]:
     command = report.result(RUN_ID)
     if command is None or ReproducerDetail.INSTRUMENTS not in command.details:
         return []
-    from gpudoctor.instruments.explain import instrument_lines
+    from gpudoctor.knowledge.checks.runs import located_causes  # the failing path's own causes
 
-    if located and not instrument_lines(command.details):
+    if located and not located_causes(report):
         return []
     return [r for r in report.results if r.id != RUN_ID and r.device is Device.CUDA]
 

@@ -1,0 +1,1 @@
+"""The start-up folder `gpudoctor run` puts first on PYTHONPATH: it holds only ``sitecustomize`` (see there)."""

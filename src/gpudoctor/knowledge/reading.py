@@ -1,0 +1,175 @@
+"""A failure's text read by the vocabulary (``knowledge.vocabulary``): which component raised it, which called that
+one, in which phase, and what kind of failure it is. A pure function of the text.
+
+Who raised it, in order of evidence: a status that names the layer which returned it (the frames above are its
+caller); a tool's own error line (a build driver's frames make it that build's); the innermost frame in an installed
+distribution; an exception type; a name only one component prints; among marks of one kind, the last in the text
+(the innermost, the exception line) decides.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gpudoctor.knowledge.vocabulary import COMPILE, Component, Kind, Mark, Vocabulary
+
+# A traceback frame's file, in the forms tracebacks print: Python's `File "X", line N`, IPython's `File X:N, in` and
+# `X in f()`, and gpudoctor's own `X:N in f` (knowledge.match.searchable).
+_FRAMES = re.compile(
+    r'File "(?P<quoted>[^"\n]+)", line \d+'
+    r"|File (?P<ipython>[^\s\"]+\.pyx?):\d+, in "
+    r"|(?m:^)(?P<old>[~/\w.\\:-]+\.pyx?) in \S+\("
+    r"|(?m:^)(?P<own>[^\s\"]+\.pyx?):\d+ in \S"
+)
+_INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\](?P<package>[A-Za-z0-9_]+)(?:[/\\]|\.py)")
+
+
+@dataclass(frozen=True)
+class Frame:
+    path: str
+    at: int  # where in the text: the last one is the innermost
+
+
+@dataclass(frozen=True)
+class Hit:
+    mark: Mark
+    found: re.Match[str]
+    order: int  # the mark's place in the vocabulary: the earlier is the more specific at one place in the text
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the text says: the component that raised the failure (or, where no mark names one, the import name of
+    the innermost installed frame's package, or the user's own frame), the component that called it, the phase its
+    words show (None: they show none), the kind of failure, and the values its patterns captured."""
+
+    component: Component | None = None
+    package: str | None = None
+    own_frame: tuple[str, str] | None = None  # (file, line) of the innermost frame outside installed packages
+    caller: str | None = None  # the component (in words) that called it, where another raised it
+    phase: str | None = None
+    kind: Kind | None = None
+    values: dict[str, str] = field(default_factory=dict)
+
+
+def frames(text: str) -> list[Frame]:
+    """The traceback frames in ``text``, outermost first."""
+    found = []
+    for match in _FRAMES.finditer(text):
+        path = next(group for group in match.groups() if group)
+        found.append(Frame(path, match.start()))
+    return found
+
+
+def _hits(text: str, vocabulary: Vocabulary, kind: str) -> list[Hit]:
+    return [Hit(mark, found, n) for n, mark in enumerate(vocabulary.marks)
+            if mark.kind == kind for found in mark.pattern.finditer(text)]  # fmt: skip
+
+
+def _last(hits: list[Hit]) -> Hit | None:
+    """The hit nearest the end of the text (where a traceback raises); at one place, the more specific mark."""
+    return max(hits, key=lambda hit: (hit.found.start(), -hit.order), default=None)
+
+
+def _innermost_frame(text: str, vocabulary: Vocabulary) -> tuple[Component | None, str | None, tuple[str, str] | None]:
+    """The innermost installed frame's component (the first frame mark its path matches) or, with none, its package's
+    import name; and the innermost frame outside installed packages (the user's own code)."""
+    all_frames = frames(text)
+    installed = [f for f in all_frames if _INSTALLED.search(f.path)]
+    own = [f for f in all_frames if not _INSTALLED.search(f.path)]
+    own_frame = None
+    if own:
+        line = re.search(r"line (\d+)|:(\d+)", text[own[-1].at :])
+        own_frame = (own[-1].path.replace("\\", "/").rsplit("/", 1)[-1], next(g for g in line.groups() if g) if line
+                     else "?")  # fmt: skip
+    if not installed:
+        return None, None, own_frame
+    path = installed[-1].path
+    component = next((m.component for m in vocabulary.marks if m.kind == "frame" and m.pattern.search(path)), None)
+    package = None if component else _INSTALLED.search(path)["package"]  # type: ignore[index]
+    return component, package, own_frame
+
+
+def _builder(text: str, vocabulary: Vocabulary, frame_component: Component | None) -> Component | None:
+    """A build driver whose marks the text carries (its frames count): the build a compiler's errors belong to."""
+    if frame_component is not None and frame_component.builds:
+        return frame_component
+    return next((m.component for m in vocabulary.marks
+                 if m.component.builds and m.kind != "frame" and m.pattern.search(text)), None)  # fmt: skip
+
+
+def _phase_of(text: str, vocabulary: Vocabulary, present: list[Component], answer: Component | None) -> str | None:
+    """The phase the words show (the first that matches), a compile resolved by the components present."""
+    word = next((w for w in vocabulary.words if w.pattern.search(text)), None)
+    if word is None:
+        return answer.phase if answer is not None else None
+    if word.phase != COMPILE:
+        return word.phase
+    if any(c.builds for c in present):
+        return "build"
+    if any(c.compiles == "jit-compile" for c in present):
+        return "jit-compile"
+    return (answer.compiles if answer is not None else None) or "build"
+
+
+def _words(component: Component | None, package: str | None) -> str | None:
+    return component.name if component is not None else (f"the package {package}" if package else None)
+
+
+def read(text: str, vocabulary: Vocabulary) -> Reading:
+    """What ``text`` says of the failure it shows, by ``vocabulary``."""
+    codes = _hits(text, vocabulary, "code")
+    telling = [hit for hit in codes if hit.mark.phase or hit.mark.means]  # a family's code says only whose it is
+    code = _last(telling) or _last(codes)
+    diagnostic = _last(_hits(text, vocabulary, "diagnostic"))
+    exception = _last(_hits(text, vocabulary, "exception"))
+    name = _last(_hits(text, vocabulary, "name"))
+    frame_component, package, own_frame = _innermost_frame(text, vocabulary)
+    builder = _builder(text, vocabulary, frame_component)
+    present = [h.mark.component for h in (code, diagnostic, exception, name) if h is not None]
+    present += [c for c in (frame_component, builder) if c is not None]
+
+    # Who raised it, the status aside: the innermost installed frame, else an exception type, else a name; a tool's
+    # own error line before them (it is the build's, where a build driver ran the tool).
+    message = next((h for h in (exception, name) if h is not None), None)
+    component = frame_component or (message.mark.component if message is not None and package is None else None)
+    raised = message if message is not None and component is message.mark.component else None
+    caller = None
+    if diagnostic is not None and builder is None:
+        caller = _words(component, package)
+        component, package, raised = diagnostic.mark.component, None, diagnostic
+    elif diagnostic is not None:
+        component, package = builder, None
+    if code is not None and (code.mark.blames == "layer" or (component is None and package is None)):
+        caller = _words(component, package)
+        component, package, raised = code.mark.component, None, code
+    if component is not None and caller == component.name:
+        caller = None
+
+    values = {k: v for hit in (code, raised) if hit is not None for k, v in hit.found.groupdict().items() if v}
+    phase = (code.mark.phase if code is not None else None) or _phase_of(text, vocabulary, present, component)
+    meant = next((h.mark.means for h in (code, raised) if h is not None and h.mark.means), None)
+    kind = vocabulary.kinds[meant] if meant else None
+    if kind is None:
+        for candidate in vocabulary.kinds.values():
+            if candidate.pattern is None or (candidate.phases and phase not in candidate.phases):
+                continue
+            if found := candidate.pattern.search(text):
+                kind = candidate
+                values.update({k: v for k, v in found.groupdict().items() if v})
+                break
+    elif kind.pattern is not None and (found := kind.pattern.search(text)):
+        values.update({k: v for k, v in found.groupdict().items() if v})
+    return Reading(component, package, own_frame, caller, phase, kind, values)
+
+
+def shows_failure(text: str, vocabulary: Vocabulary) -> bool:
+    """Whether ``text`` carries a failure's vocabulary: a status an API returned, a tool's error line, an exception
+    type, a message that means a kind of failure, a traceback's frames, or the words of a kind of failure — a failure
+    even where no line says "error" (Triton's "Passing num_ctas directly to the Triton kernel is not supported", the
+    driver's "GPU has fallen off of the bus")."""
+    telling = [m for m in vocabulary.marks if m.kind in ("code", "diagnostic", "exception") or m.means]
+    if frames(text) or any(m.pattern.search(text) for m in telling):
+        return True
+    return any(k.pattern is not None and k.pattern.search(text) for k in vocabulary.kinds.values())
