@@ -64,8 +64,8 @@ def test_each_kernel_gets_one_verdict_in_every_process(
 
 def test_no_fix_advises_barriers_or_tolerance_without_the_evidence_for_them() -> None:
     """Only the findings whose evidence is a race (same inputs, other outputs, while the output follows the inputs;
-    or racecheck's hazards under `gpudoctor run`) advise synchronising threads; only the one whose evidence is a rounding-sized difference advises setting a
-    tolerance (others say that loosening it would hide the fault)."""
+    or racecheck's hazards under `gpudoctor run`) advise synchronising threads; only the one whose evidence is a
+    rounding-sized difference advises setting a tolerance (others say that loosening it would hide the fault)."""
     from gpudoctor.knowledge import load_knowledge
 
     fixes = {entry.id: " ".join([entry.fix, *entry.fixes.values()]).lower() for entry in load_knowledge()}
