@@ -126,7 +126,7 @@ class Body:
 
 def read_body(lines: list[str], body_start: int, def_indent: int) -> Body:
     """The lines of a def's body (from ``body_start`` to the first line indented no deeper than the def)."""
-    blocks: list[tuple[int, str]] = []  # (indent, kind)
+    blocks: list[tuple[int, str, frozenset[str]]] = []  # (indent, kind, the kinds its if/elif chain tested so far)
     found: list[BodyLine] = []
     index = body_start
     while index < len(lines):
@@ -137,28 +137,33 @@ def read_body(lines: list[str], body_start: int, def_indent: int) -> Body:
         depth = indent(code)
         if depth <= def_indent:
             break
-        closed = "block"
+        chain: frozenset[str] = frozenset()
         while blocks and blocks[-1][0] >= depth:
-            closed = blocks.pop()[1]
+            chain = blocks.pop()[2]
         stripped = code.strip()
         if NESTED_FUNCTION.match(code):
             # A nested function (a foreach closure, a kernel launched with enqueue_function) runs on the device;
             # its signature may span lines — `fn k[\n  K: Int,\n](\n  ...\n):` — whose closing lines sit at the
             # def's own indent: they belong to the header, not to the body that follows.
             end = signature(lines, index)[1]
-            found.append(BodyLine(index, code, frozenset(kind for _, kind in blocks), end, _innermost(blocks)))
-            blocks.append((depth, "function"))
+            found.append(BodyLine(index, code, frozenset(kind for _, kind, _ in blocks), end, _innermost(blocks)))
+            blocks.append((depth, "function", frozenset()))
             index = end + 1
             continue
         if re.match(r"(comptime\s+)?else\b", stripped) and stripped.endswith(":"):
-            # The other branch of a target test runs on the other kind of device.
-            blocks.append((depth, {"cpu": "gpu", "gpu": "cpu"}.get(closed, "block")))
+            # The last branch of a chain that tested one kind of device runs on the other; after `if cpu` and
+            # `elif gpu` it runs on neither.
+            tested = chain & {"cpu", "gpu"}
+            other = {"cpu": "gpu", "gpu": "cpu"}[next(iter(tested))] if len(tested) == 1 else "block"
+            blocks.append((depth, other, chain))
         elif _BLOCK.match(code):
-            blocks.append((depth, branch_kind(stripped)))
-        found.append(BodyLine(index, code, frozenset(kind for _, kind in blocks), None, _innermost(blocks)))
+            kind = branch_kind(stripped)
+            continues = re.match(r"(comptime\s+)?elif\b", stripped) is not None
+            blocks.append((depth, kind, (chain if continues else frozenset()) | {kind}))
+        found.append(BodyLine(index, code, frozenset(kind for _, kind, _ in blocks), None, _innermost(blocks)))
         index += 1
     return Body(tuple(found), index)
 
 
-def _innermost(blocks: list[tuple[int, str]]) -> str | None:
+def _innermost(blocks: list[tuple[int, str, frozenset[str]]]) -> str | None:
     return blocks[-1][1] if blocks else None

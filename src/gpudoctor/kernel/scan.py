@@ -232,7 +232,7 @@ def _read_execute(op: OpInfo, lines: list[str], start: int, def_indent: int) -> 
     inputs = tuple(t.name for t in tensors if t.role == "input")
     return OpInfo(
         op.name, op.struct, op.file, op.line, _with_lines(tensors, lines, start, last), parameters,
-        _host_indexing(body, names, op.file), start + 1, compile_parameters,
+        _host_indexing(body, names, op.file), start + 1, op.compile_parameters + compile_parameters,
         same_index_reads(lines, body, outputs, inputs), targets(body),
     ), body.end  # fmt: skip
 
@@ -256,10 +256,15 @@ def _scan_file(path: Path, relative: str) -> tuple[list[OpInfo], list[SourceLine
         index += 1
         while index < len(lines) and (not lines[index].strip() or lines[index].lstrip().startswith("@")):
             index += 1
+        struct_parameters: tuple[CompileParameter, ...] = ()
         if index < len(lines) and (match := _STRUCT.match(lines[index])):
             struct_name = match.group(1)
-            index += 1
-        op = OpInfo(op_name, struct_name, relative, op_line)
+            header, last = signature(lines, index)
+            after = header.split(struct_name, 1)[1].lstrip()
+            if after.startswith("["):  # `struct AddConstant[value: Int]:`, set by a call's op[{"value": 5}]
+                struct_parameters = _compile_parameters(bracket_group(after, "[")[0], "")
+            index = last + 1
+        op = OpInfo(op_name, struct_name, relative, op_line, compile_parameters=struct_parameters)
         # The struct body runs until a line indented no deeper than the decorator.
         while index < len(lines):
             line = lines[index]

@@ -5,7 +5,6 @@ Standard library only; nothing is imported at start."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib.abc
 import importlib.util
 import os
@@ -42,6 +41,11 @@ class _PoolsOffAfterCupy(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, _PoolsOffAfterCupy())
 # the program's own sitecustomize, which this one shadows
 sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or ".") != _HERE]
-del sys.modules["sitecustomize"]
-with contextlib.suppress(ImportError):
+_ours = sys.modules.pop("sitecustomize", None)
+try:
     import sitecustomize  # type: ignore[import-not-found]  # noqa: F401
+except ImportError:
+    # none of the program's own: this module stays in its place (site takes it back out of sys.modules by its name
+    # once it has run, and an empty place is "Error in sitecustomize; KeyError: 'sitecustomize'")
+    if _ours is not None:
+        sys.modules["sitecustomize"] = _ours
