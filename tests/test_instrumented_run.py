@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from conftest import TESTS, run_cli
 
-from gpudoctor.instruments.explain import instrument_lines
 from gpudoctor.instruments.sanitizer import parse
 from gpudoctor.protocol import ReproducerDetail
 from gpudoctor.reproducer.instrumented import raising_line
@@ -84,7 +83,7 @@ def test_what_the_h100_instruments_said_becomes_the_reports_evidence() -> None:
         {"instrument": "synchronous", "raised_at": raising_line(blocking, own)},
         {"instrument": "memcheck", "found": summarise(parse(memcheck), own)},
     ]
-    lines = instrument_lines({ReproducerDetail.INSTRUMENTS: said})
+    lines = _located({ReproducerDetail.INSTRUMENTS: said})
     assert lines[0] == (
         "run synchronously (CUDA_LAUNCH_BLOCKING=1) it raises at triton_wrong_stride.py:19: "
         "`scale_rows[(x.shape[0],)](x, out, x.shape[1], x.numel(), 2.0, BLOCK=1024)`"
@@ -250,6 +249,16 @@ def test_the_control_beside_a_failing_program_is_chosen_from_what_it_loaded() ->
     }
 
 
+def _located(details: dict[str, Any], stderr: str = "") -> list[str]:
+    """The evidence lines the report's predicates take from a command's instrument details (on the failing path)."""
+    from gpudoctor.knowledge.checks.runs import located_causes
+    from gpudoctor.model import Device, Outcome, ProbeResult, Report
+
+    run = ProbeResult(id="reproducer", probe="reproducer", device=Device.NONE, outcome=Outcome.FAIL, duration_s=1.0,
+                      summary="failed", stderr_tail=stderr, details=details)  # fmt: skip
+    return [line for _, line in located_causes(Report("0", "", _h100_environment(), results=(run,)))]
+
+
 def _h100_environment() -> Any:
     """The recorded H100's environment (it has a GPU): the reruns are planned as on that machine."""
     from gpudoctor.report.codec import decode
@@ -326,7 +335,7 @@ def test_the_reruns_name_what_the_stand_in_sanitizer_printed(tmp_path: Path, mon
     reproducer = Reproducer(argv=(sys.executable, str(script)), cwd=tmp_path, timeout_s=60)
     result = rerun_with_instruments(reproducer, failed, _h100_environment())
     assert result.details[ReproducerDetail.FAILURE_CLASS] == "memory-fault"
-    lines = instrument_lines(result.details)
+    lines = _located(result.details, result.stderr_tail or "")
     # the innermost line of the user's own file in the traceback
     assert lines[0] == (
         "run synchronously (CUDA_LAUNCH_BLOCKING=1) it raises at triton_wrong_stride.py:2: "
@@ -379,4 +388,4 @@ def test_a_synchronous_rerun_that_raises_where_the_command_did_locates_nothing(
     assert synchronous["raised_at"] == "prog.py:5: `raise RuntimeError('CUDA error: unknown error')`"
     assert synchronous["raised_at_as_before"]
     assert memcheck["errors"] == 0
-    assert instrument_lines(result.details) == []
+    assert _located(result.details, result.stderr_tail or "") == []

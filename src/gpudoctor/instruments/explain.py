@@ -4,12 +4,10 @@ the Python line that launched it; several errors of one kernel and line are one 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from gpudoctor.instruments.reruns import Instrument
 from gpudoctor.instruments.sanitizer import ErrorKind, SanitizerError, SanitizerReport
-from gpudoctor.protocol import ReproducerDetail
 
 
 def _triple(values: tuple[int, int, int] | None) -> str:
@@ -145,16 +143,3 @@ def causes(report: SanitizerReport, own_files: Iterable[str] = (), op_of: OpOf |
         found.append({"kind": "count", "line": f"{report.error_count:,} errors in all (the first "
                                                f"{len(report.errors)} printed)"})  # fmt: skip
     return found
-
-
-def instrument_lines(details: Mapping[str, Any]) -> list[str]:
-    """What the instruments said, one line each, for the report's evidence: what compute-sanitizer named, and where
-    the synchronous rerun raised unless that is where the command itself had (an error that was never asynchronous,
-    an AttributeError say: the traceback said it already, and no GPU instrument located anything)."""
-    lines = []
-    for said in details.get(ReproducerDetail.INSTRUMENTS) or ():
-        synchronous = said.get("instrument") == Instrument.SYNCHRONOUS.value
-        if synchronous and said.get("raised_at") and not said.get("raised_at_as_before"):
-            lines.append(f"run synchronously (CUDA_LAUNCH_BLOCKING=1) it raises at {said['raised_at']}")
-        lines += [f"compute-sanitizer {said['instrument']}: {line}" for line in said.get("found") or ()]
-    return lines

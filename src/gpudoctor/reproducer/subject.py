@@ -4,6 +4,7 @@ its supervisor (gpudoctor.reproducer.command), with the host-indexing lines of t
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ from gpudoctor.calls import channel as calls_channel
 from gpudoctor.examination import Fingerprint, RunContext
 from gpudoctor.instruments.explain import OpOf
 from gpudoctor.instruments.sanitizer import SanitizerError
-from gpudoctor.kernel.scan import scan_package
+from gpudoctor.kernel.scan import OpInfo, scan_package
 from gpudoctor.kernelsection import KernelSection
 from gpudoctor.model import Environment, ProbeResult, ProbeSpec, Report
 from gpudoctor.protocol import ReproducerDetail
@@ -85,11 +86,15 @@ def op_at_launch(reproducer: Reproducer) -> OpOf:
     """For a kernel MAX made of a custom op's `foreach` (named `mogg_for_each_...`, not by the user): the op the
     program called on the line that launched it, found among the ops of the Mojo packages beside the script —
     "op `plus_one` (kernels/add.mojo:15), called at prog.py:17"."""
-    ops = {op.name: (package, op) for package in _packages_near(reproducer) for op in scan_package(package).ops}
     scripts = {Path(arg).name: reproducer.cwd / arg for arg in reproducer.argv if arg.endswith(".py")}
 
+    @functools.cache
+    def all_ops() -> dict[str, tuple[Path, OpInfo]]:
+        # read only when an instrument names a kernel MAX made, not on every failing run
+        return {op.name: (package, op) for package in _packages_near(reproducer) for op in scan_package(package).ops}
+
     def described(name: str) -> str:
-        package, op = ops[name]
+        package, op = all_ops()[name]
         try:
             where = package.relative_to(reproducer.cwd)
         except ValueError:
@@ -105,7 +110,7 @@ def op_at_launch(reproducer: Reproducer) -> OpOf:
             except OSError:
                 continue
             found += [(name, f"{base}:{n}") for n, line in enumerate(lines, 1) for name in _OP_CALL.findall(line)
-                      if name in ops]  # fmt: skip
+                      if name in all_ops()]  # fmt: skip
         return found
 
     def op_of(error: SanitizerError) -> str | None:
@@ -116,7 +121,7 @@ def op_at_launch(reproducer: Reproducer) -> OpOf:
             except (OSError, IndexError):
                 line = ""
             for name in reversed(_OP_CALL.findall(line)):
-                if name in ops:
+                if name in all_ops():
                     return f"{described(name)}, called at {site.file}:{site.line}"
         # MAX launches from its own threads: no Python frame names the call. The ops the program calls are the
         # candidates; one alone is the op, several are named as such.
