@@ -20,7 +20,7 @@ from conftest import run_cli
 
 from gpudoctor.instruments.reruns import Instrument
 from gpudoctor.instruments.sanitizer import ErrorKind, parse
-from gpudoctor.instruments.triage import EXPERIMENTS, FailureClass, triage
+from gpudoctor.instruments.triage import EXPERIMENTS, FailureClass, experiments, triage
 from gpudoctor.model import Device, Outcome, ProbeResult
 from gpudoctor.reproducer import native
 from gpudoctor.reproducer.command import Reproducer, run_command
@@ -73,10 +73,19 @@ def test_one_table_from_class_to_experiments() -> None:
     assert EXPERIMENTS[FailureClass.HANG] == ()  # examined at its deadline, never rerun to hang again
     assert EXPERIMENTS[FailureClass.BEFORE_CUDA] == () and EXPERIMENTS[FailureClass.PYTHON_ERROR] == ()
     assert EXPERIMENTS[FailureClass.PROCESS_MODEL] == ()  # gpudoctor's fork probe beside it instead
-    assert set(EXPERIMENTS[FailureClass.WRONG_RESULT]) == {
-        Instrument.RACECHECK, Instrument.SYNCCHECK, Instrument.INITCHECK, Instrument.MEMCHECK,
-    }  # fmt: skip
+    # first whether it is right when every launch waits (issue 49), then the sanitizer's tools
+    assert EXPERIMENTS[FailureClass.WRONG_RESULT] == (
+        Instrument.SYNCHRONOUS, Instrument.RACECHECK, Instrument.SYNCCHECK, Instrument.INITCHECK, Instrument.MEMCHECK,
+    )  # fmt: skip
     assert EXPERIMENTS[FailureClass.HOST_CRASH] == (Instrument.MEMCHECK,)  # a clean memcheck says the host crashed
+    # out of memory and no binary need no rerun: NVML's processes and the binaries' archs are read instead
+    assert EXPERIMENTS[FailureClass.OUT_OF_MEMORY] == () and EXPERIMENTS[FailureClass.NO_BINARY] == ()
+    # torch's stream sanitizer joins a torch program's wrong result (and `run --sanitize`), not other programs'
+    torch_program = ["import torch\nx = torch.ones(4, device='cuda')\nassert x.sum() == 4\n"]
+    assert experiments(FailureClass.WRONG_RESULT, torch_program)[-1] is Instrument.TORCH_STREAMS
+    assert experiments(FailureClass.PASSED, torch_program)[-1] is Instrument.TORCH_STREAMS
+    assert Instrument.TORCH_STREAMS not in experiments(FailureClass.WRONG_RESULT, ["import cupy as cp\n"])
+    assert experiments(FailureClass.MEMORY_FAULT, torch_program) == EXPERIMENTS[FailureClass.MEMORY_FAULT]
 
 
 def test_racecheck_synccheck_and_a_program_that_never_used_cuda_are_read() -> None:

@@ -46,7 +46,7 @@ CLASSES = [
     ("hang_cudacore", "hang", "program-hangs-in-gpu-kernel", "volatile"),
     ("hostcrash_cudabindings", "host-crash", "host-crashed-not-the-gpu", "argument"),
     ("hostcrash_mojo", "host-crash", "custom-op-call-does-not-match-declaration", "every tensor on the op's device"),
-    ("hostptr_cudacore", "memory-fault", "gpu-host-address-located", "device buffer"),
+    ("hostptr_cudacore", "memory-fault", "kernel-launch-given-host-address", "copy_from"),
     ("fork_torch", "process-model", "cuda-initialised-before-fork", "spawn"),
     ("fork_cupy", "process-model", "cuda-initialised-before-fork", "spawn"),
     ("beforecuda_cudacore", "before-cuda", "cuda-core-experimental-removed", "from cuda.core import"),

@@ -25,6 +25,15 @@ class Severity(enum.StrEnum):  # a StrEnum: a report's JSON and its text hold th
     NOTICE = "notice"
 
 
+class Relation(enum.StrEnum):
+    """How a finding folded into a failure's verdict stands to the finding that leads it: what supports that cause
+    (the failure's own text read by a general rule, the probe beside it), or what follows from it (the race a
+    divergent barrier causes, the error read back at the next call)."""
+
+    EVIDENCE = "evidence"
+    CONSEQUENCE = "consequence"
+
+
 class Outcome(str, enum.Enum):
     """What happened when a probe ran."""
 
@@ -254,6 +263,11 @@ class Finding:
     patch: str | None = None
     patch_verified: bool | None = None  # None: not tried; True only when the patched rerun passed
     patch_note: str | None = None
+    # One verdict per failure (knowledge.verdict): a finding that supports, or follows from, the one that leads the
+    # verdict names it here and is a notice; the faces say it inside the leading finding. Absent otherwise (so
+    # reports recorded before keep their ids).
+    part_of: str | None = field(default=None, kw_only=True, metadata={"omit_none": True})
+    relation: Relation | None = field(default=None, kw_only=True, metadata={"omit_none": True})
 
     @property
     def is_problem(self) -> bool:
@@ -298,11 +312,12 @@ class Report:
         problems before notices, then the other problems), then the notices that bear on no failing run
         (environment notices), which the text and Markdown faces give one line each. With no failing run, every
         finding leads, in the order found."""
+        own = tuple(f for f in self.findings if f.part_of is None)  # the rest is said inside the finding it is part of
         failing = {r.id for r in self.results if r.outcome.is_problem}
         if not failing:
-            return self.findings, ()
-        on_failure = [f for f in self.findings if failing & set(f.runs)]
-        rest = [f for f in self.findings if f not in on_failure]
+            return own, ()
+        on_failure = [f for f in own if failing & set(f.runs)]
+        rest = [f for f in own if f not in on_failure]
         leading = sorted(on_failure, key=lambda f: not f.is_problem) + [f for f in rest if f.is_problem]
         return tuple(leading), tuple(f for f in rest if not f.is_problem)
 

@@ -61,6 +61,13 @@ class ReproducerDetail:
     CALL_CHECKS = "call_checks"  # custom-op calls checked against their ops' declarations (gpudoctor.calls)
     FAILURE_CLASS = "failure_class"  # instruments.triage's class of the failure, which chose the experiments
     AT_DEADLINE = "at_deadline"  # a hang examined in place: the GPU's running kernels (cuda-gdb), NVML's view
+    GPU_MEMORY = "gpu_memory"  # NVML's compute processes while a run ran out of memory ({gpu, pid, MiB, own})
+    BINARIES = "binaries"  # no binary for this GPU: the arch each of the program's binaries was built for
+    # every process of the command at a hang's deadline (reproducer.processes): {"processes": [{pid, ppid, command,
+    # rank?, local_rank?, world_size?, rank_from?, threads: [{thread, os_thread_id, frames: [{file, line, function}],
+    # native}], gpus?: [{gpu, memory_mib}], not_read?}], "total", "not_read", "seconds", "budget_s", "timings_s",
+    # "tool" or "note"}; after a run that ended by itself, "seen": the processes it started, as seen while it ran
+    PROCESSES = "processes"
 
 
 # Keys every probe may publish, whatever its catalog entry declares (the harness sets them).

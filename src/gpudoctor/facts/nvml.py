@@ -147,3 +147,47 @@ def process_gpu_view(pids: set[int]) -> dict[str, Any] | None:
         return {"gpus": gpus}
     finally:
         _optional(pynvml.nvmlShutdown)
+
+
+def _command_line(pid: int) -> str | None:
+    """A process's command line from /proc (arguments joined by spaces); None when it is gone or not readable."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            argv = handle.read(64 * 1024).rstrip(b"\0").split(b"\0")
+    except OSError:
+        return None
+    text = " ".join(a.decode(errors="replace") for a in argv)
+    return text or None
+
+
+def gpu_processes() -> list[dict[str, Any]] | None:
+    """Every compute process on every GPU, as NVML lists them (nvmlDeviceGetComputeRunningProcesses):
+
+        [{"gpu": 0, "pid": 1234, "used_memory_mib": 812, "command": "python train.py"}, ...]
+
+    ``gpu`` is NVML's index, ``used_memory_mib`` None where NVML does not say (MIG, no permission), ``command`` the
+    process's command line read from /proc, None where it cannot be read (another container's pid, a process that
+    has ended). A GPU whose handle or list cannot be read contributes nothing. None without a driver; never
+    raises. Plain data, so that any part of gpudoctor (a hang's deadline, an out-of-memory diagnosis) can keep it."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    try:
+        found: list[dict[str, Any]] = []
+        for index in range(_optional(pynvml.nvmlDeviceGetCount) or 0):
+            handle: Any = _optional(partial(pynvml.nvmlDeviceGetHandleByIndex, index))
+            running: Any = [] if handle is None else _optional(
+                partial(pynvml.nvmlDeviceGetComputeRunningProcesses, handle))  # fmt: skip
+            for process in running or ():
+                used = getattr(process, "usedGpuMemory", None)
+                found.append({"gpu": index, "pid": int(process.pid),
+                              "used_memory_mib": None if used is None else int(used) // (1024 * 1024),
+                              "command": _command_line(int(process.pid))})  # fmt: skip
+        return found
+    except Exception:  # an NVML binding that answers in an unexpected shape: nothing known, never a crash
+        return None
+    finally:
+        _optional(pynvml.nvmlShutdown)

@@ -92,8 +92,25 @@ _LAUNCH_CALLS = (
 )
 
 
+INT32_WRAP = 1 << 31  # a signed 32-bit index past this wraps negative
+ELEMENT_SIZES = (1, 2, 4, 8, 16)
+
+
+def wrapped_element_size(error: SanitizerError) -> int | None:
+    """The element size of a signed 32-bit index that wrapped, where the access says so: an index i >= 2^31 into an
+    allocation of more than 2^31 elements of s bytes becomes i - 2^32, so the access lands (2^32 - i)·s bytes before
+    the allocation — between 2^32·s minus its size and 2^31·s. None where no element size fits."""
+    distance, size = error.distance_bytes, error.allocation_bytes
+    if error.kind is not ErrorKind.OUT_OF_BOUNDS or distance is None or not size or error.direction != "before":
+        return None
+    return next((s for s in ELEMENT_SIZES if size > INT32_WRAP * s and 2 * INT32_WRAP * s - size < distance
+                 <= INT32_WRAP * s), None)  # fmt: skip
+
+
 def cause_kind(error: SanitizerError) -> str:
     """The class of one error, as the knowledge tells them apart (each has its own fix)."""
+    if wrapped_element_size(error) is not None:
+        return "index-overflow"  # before the host-address test: a wrapped index of 8-byte elements reaches 16 GiB
     if error.kind is ErrorKind.OUT_OF_BOUNDS and (error.distance_bytes or 0) >= HOST_ADDRESS_BYTES:
         return "host-address"
     if error.kind is ErrorKind.API_ERROR and error.api_call in _LAUNCH_CALLS:
@@ -137,8 +154,12 @@ def causes(report: SanitizerReport, own_files: Iterable[str] = (), op_of: OpOf |
         line = describe(error, own, op_of) + (
             f" — {times} of the {len(report.errors)} errors printed" if times > 1 else ""
         )
-        found.append({"kind": cause_kind(error), "api_error": error.api_error, "api_error_text": error.api_error_text,
-                      "line": line})  # fmt: skip
+        cause: dict[str, Any] = {"kind": cause_kind(error), "api_error": error.api_error,
+                                 "api_error_text": error.api_error_text, "line": line}  # fmt: skip
+        if (element := wrapped_element_size(error)) is not None:
+            cause.update(element_bytes=element, distance_bytes=error.distance_bytes,
+                         allocation_bytes=error.allocation_bytes)  # fmt: skip
+        found.append(cause)
     if report.error_count is not None and report.error_count > len(report.errors):
         found.append({"kind": "count", "line": f"{report.error_count:,} errors in all (the first "
                                                f"{len(report.errors)} printed)"})  # fmt: skip

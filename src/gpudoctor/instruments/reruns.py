@@ -35,6 +35,9 @@ def synchronous_env(env: Mapping[str, str]) -> dict[str, str]:
 # Caching allocators off: torch by its variable; CuPy's pools by the hook on PYTHONPATH; numba-cuda allocates
 # through the driver unless told otherwise. MAX has no documented switch (its buffers stay pooled).
 ALLOCATORS_OFF_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+# torch's own checker of what two streams do to one tensor: it records each kernel's reads and writes per stream and
+# raises at the first pair no event or synchronisation orders (torch/cuda/_sanitizer.py).
+TORCH_STREAMS_ENV = {"TORCH_CUDA_SANITIZER": "1"}
 
 
 class Instrument(enum.StrEnum):
@@ -43,6 +46,7 @@ class Instrument(enum.StrEnum):
     INITCHECK = "initcheck"
     RACECHECK = "racecheck"
     SYNCCHECK = "synccheck"
+    TORCH_STREAMS = "torch-stream-sanitizer"  # torch's CUDA stream sanitizer (TORCH_CUDA_SANITIZER=1)
 
 
 SANITIZER_TOOLS = (Instrument.MEMCHECK, Instrument.INITCHECK, Instrument.RACECHECK, Instrument.SYNCCHECK)
@@ -96,6 +100,8 @@ def plan_reruns(
     for instrument in wanted:
         if instrument is Instrument.SYNCHRONOUS:
             runs.append(InstrumentedRun(Instrument.SYNCHRONOUS, tuple(argv), synchronous_env(env)))
+        elif instrument is Instrument.TORCH_STREAMS:
+            runs.append(InstrumentedRun(Instrument.TORCH_STREAMS, tuple(argv), dict(TORCH_STREAMS_ENV)))
         elif sanitizer is None:
             missing = f"compute-sanitizer not found (CUDA_HOME, PATH, pip's wheel): {INSTALL_HINT}"
             not_run.append(NotRun(instrument, missing))

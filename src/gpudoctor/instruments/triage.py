@@ -26,6 +26,8 @@ class FailureClass(enum.StrEnum):
     PROCESS_MODEL = "process-model"  # CUDA used across a fork
     BEFORE_CUDA = "before-cuda"  # an import, an API that moved, a build: the program failed before using CUDA
     PYTHON_ERROR = "python-error"  # a Python exception whose words say nothing of CUDA or a GPU
+    OUT_OF_MEMORY = "out-of-memory"  # an allocation the GPU could not give: what was asked, free, and who holds it
+    NO_BINARY = "no-binary"  # no kernel image for this GPU's arch: whose binary, built for which arch
     OTHER = "other"  # a failure with CUDA's words that none of the above explains
     PASSED = "passed"  # exited 0: examined only with `run --sanitize`
 
@@ -36,15 +38,37 @@ class FailureClass(enum.StrEnum):
 EXPERIMENTS: Mapping[FailureClass, tuple[Instrument, ...]] = {
     FailureClass.MEMORY_FAULT: (Instrument.SYNCHRONOUS, Instrument.MEMCHECK),
     FailureClass.LAUNCH_REFUSED: (Instrument.SYNCHRONOUS, Instrument.MEMCHECK),
-    FailureClass.WRONG_RESULT: (Instrument.RACECHECK, Instrument.SYNCCHECK, Instrument.INITCHECK, Instrument.MEMCHECK),
+    # first: is it right when every launch waits? (then the GPU's work is not ordered before what reads it)
+    FailureClass.WRONG_RESULT: (
+        Instrument.SYNCHRONOUS,
+        Instrument.RACECHECK,
+        Instrument.SYNCCHECK,
+        Instrument.INITCHECK,
+        Instrument.MEMCHECK,
+    ),
     FailureClass.HANG: (),
     FailureClass.HOST_CRASH: (Instrument.MEMCHECK,),
     FailureClass.PROCESS_MODEL: (),
     FailureClass.BEFORE_CUDA: (),
     FailureClass.PYTHON_ERROR: (),
+    FailureClass.OUT_OF_MEMORY: (),  # NVML's processes, watched while it ran, say who holds the memory
+    FailureClass.NO_BINARY: (),  # the arch each binary was built for is read from the program and its files
     FailureClass.OTHER: (Instrument.SYNCHRONOUS, Instrument.MEMCHECK),
     FailureClass.PASSED: (Instrument.MEMCHECK, Instrument.INITCHECK),
 }
+
+# Classes whose wrong results torch's stream sanitizer can explain, in a program that uses torch on the GPU.
+_TORCH_STREAMS_FOR = frozenset({FailureClass.WRONG_RESULT, FailureClass.PASSED})
+
+
+def experiments(failure: FailureClass, sources: Iterable[str] = ()) -> tuple[Instrument, ...]:
+    """The class's experiments (EXPERIMENTS), and torch's stream sanitizer after them for a torch program whose
+    result is in question (a failed check, or `run --sanitize` on one that passed)."""
+    wanted = EXPERIMENTS[failure]
+    if failure in _TORCH_STREAMS_FOR and any(_TORCH_PROGRAM.search(text) for text in sources):
+        wanted = (*wanted, Instrument.TORCH_STREAMS)
+    return wanted
+
 
 # What the class is read from, in order: the first that matches wins.
 _FORK = re.compile(r"Cannot re-initialize CUDA in forked subprocess")
@@ -74,6 +98,12 @@ _OWN_KERNELS = re.compile(
     r"cuda\.core|from cuda import|Program\(|CustomOpLibrary|graph_op|load_inline|cpp_extension|SourceModule|"
     r"__global__"
 )
+# A torch program that puts its tensors on the GPU (a failed check of them is a question for the GPU's instruments,
+# as a check after a program's own kernels is): torch's own kernels on streams it chose, ordered or not.
+_USES_GPU = re.compile(r"\.cuda\(|device\s*=\s*['\"]cuda|torch\.cuda\.Stream|\.to\(\s*['\"]cuda")
+_TORCH_PROGRAM = re.compile(r"^\s*(?:import torch|from torch\b)", re.M)
+_OUT_OF_MEMORY = re.compile(r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|OutOfMemoryError")
+_NO_BINARY = re.compile(r"CUDA_ERROR_NO_BINARY_FOR_GPU|no kernel image is available|cudaErrorNoKernelImageForDevice")
 _HOST_SIGNALS = ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL", "SIGFPE")
 MAX_SOURCE_BYTES = 1024 * 1024
 
@@ -120,6 +150,10 @@ def triage(result: ProbeResult, sources: Iterable[str] = ()) -> FailureClass:
         return FailureClass.PROCESS_MODEL
     if _MEMORY.search(text):
         return FailureClass.MEMORY_FAULT
+    if _OUT_OF_MEMORY.search(words):
+        return FailureClass.OUT_OF_MEMORY
+    if _NO_BINARY.search(words):
+        return FailureClass.NO_BINARY
     if _LAUNCH.search(words):
         return FailureClass.LAUNCH_REFUSED
     if result.outcome is Outcome.CRASH and (result.signal or "") in _HOST_SIGNALS:
@@ -131,7 +165,7 @@ def triage(result: ProbeResult, sources: Iterable[str] = ()) -> FailureClass:
     ):
         return FailureClass.BEFORE_CUDA
     checked = result.exception_type in _CHECK_FAILED or bool(_MISMATCH.search(words))
-    if checked and launches_own_kernels(sources):
+    if checked and (launches_own_kernels(sources) or any(_USES_GPU.search(t) for t in sources)):
         return FailureClass.WRONG_RESULT
     if not _CUDA_WORDS.search(words):
         return FailureClass.PYTHON_ERROR

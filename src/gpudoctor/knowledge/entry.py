@@ -6,6 +6,7 @@ Loaded and validated by ``knowledge.load``; applied by ``knowledge.before`` and 
 
 from __future__ import annotations
 
+import enum
 import functools
 import re
 from collections.abc import Iterator, Mapping
@@ -92,6 +93,17 @@ class InRun:
         return next((found for pattern in self.patterns if (found := pattern.search(text))), None)
 
 
+class Role(enum.StrEnum):
+    """What a finding of an entry is to a failure's one verdict (knowledge.verdict): a cause, which can lead it; a
+    symptom, the failure's text read by a general rule or a general statement of where it went wrong, which a cause on
+    the same run takes in as its evidence; a support, a notice that backs whatever cause leads (the known-good probe
+    that passes beside it)."""
+
+    CAUSE = "cause"
+    SYMPTOM = "symptom"
+    SUPPORT = "support"
+
+
 @dataclass(frozen=True)
 class Explanation:
     """One failure, explained once: its texts (templates: ``knowledge.text.fill``) and when it can be seen.
@@ -115,6 +127,8 @@ class Explanation:
     before: Before | None = None
     in_run: InRun | None = None
     over_report: tuple[str, ...] = ()  # named report predicates (``knowledge.checks``)
+    role: Role = Role.CAUSE  # in a failure's verdict (general entries: symptoms)
+    consequences: tuple[str, ...] = ()  # entries (ids, or the id a toolchain's finding starts with) that follow from it
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,17 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 import gpudoctor.knowledge.checks  # noqa: F401 (the checks register themselves on import: the names entries use)
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.knowledge.entry import SHOWN, Before, Evidence, Explanation, InRun, Knowledge, Pattern, Toolchain
+from gpudoctor.knowledge.entry import SHOWN, Before, Evidence, Explanation, InRun, Knowledge, Pattern, Role, Toolchain
 from gpudoctor.knowledge.registry import REGISTRY
-from gpudoctor.knowledge.schema import BeforeShape, FileShape, InRunShape, IssueShape, ToolchainShape, ValidationError
+from gpudoctor.knowledge.schema import (
+    BeforeShape,
+    FileShape,
+    InRunShape,
+    IssueShape,
+    ToolchainShape,
+    ValidationError,
+    VerdictShape,
+)
 from gpudoctor.knowledge.schema import convert as convert_shape
 from gpudoctor.knowledge.text import placeholders
 from gpudoctor.memo import Memo
@@ -172,10 +180,17 @@ def _entry(where: str, issue: IssueShape, toolchains: set[str], compile_now: boo
         and not (in_run and (in_run.evidence or in_run.patterns or in_run.unexplained or in_run.located))
     ):
         raise GpuDoctorError(f"{where}: needs at least one 'evidence' item, pattern, predicate or check")
+    verdict = issue.verdict or VerdictShape()
+    roles = [r.value for r in Role]
+    if verdict.role is not None and verdict.role not in roles:
+        raise GpuDoctorError(f"{where}: field 'verdict.role' must be one of {', '.join(roles)}")
+    general = in_run is not None and bool(in_run.patterns or in_run.unexplained)
+    role = Role(verdict.role) if verdict.role else (Role.SYMPTOM if general else Role.CAUSE)
     return Explanation(
         id=issue.id, title=issue.title, severity=issue.severity, explanation=issue.explanation, fix=issue.fix,
         references=tuple(issue.references), patch=issue.patch, shown=issue.shown, specific=issue.specific,
         affects=affects, fixes=dict(issue.fixes), before=before, in_run=in_run, over_report=tuple(predicates),
+        role=role, consequences=tuple(verdict.consequences),
     )  # fmt: skip
 
 

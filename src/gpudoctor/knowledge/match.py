@@ -20,6 +20,7 @@ from gpudoctor.knowledge.entry import ANY_PROBE, Evidence, Explanation, Knowledg
 from gpudoctor.knowledge.load import load_knowledge
 from gpudoctor.knowledge.registry import REGISTRY
 from gpudoctor.knowledge.text import fill
+from gpudoctor.knowledge.verdict import one_verdict
 from gpudoctor.model import Environment, Finding, ProbeResult, Report, Severity
 from gpudoctor.protocol import KERNEL_PROBE, LOG_RUN_ID, MISSING_NAME_DETAIL, REPRODUCER_RUN_ID
 
@@ -196,7 +197,7 @@ def match_findings(report: Report, entries: Knowledge | Iterable[Explanation] | 
             explained.setdefault(run_id, []).append(finding.id)
     known_ids = {f.id for f in findings}
     general = [f for f in _general_findings(report, knowledge, explained) if f.id not in known_ids]
-    return (*findings, *general, *_unanswered(report, knowledge, [*findings, *general]))
+    return one_verdict(report, (*findings, *general, *_unanswered(report, knowledge, [*findings, *general])), knowledge)
 
 
 def _located_findings(report: Report, knowledge: Knowledge, known: set[str]) -> list[Finding]:

@@ -64,6 +64,12 @@ class OverReportShape:
 
 
 @dataclass(frozen=True)
+class VerdictShape:
+    role: str | None = None
+    consequences: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class IssueShape:
     id: str
     title: str
@@ -79,6 +85,7 @@ class IssueShape:
     before: BeforeShape | None = None
     in_run: InRunShape | None = None
     over_report: OverReportShape | None = None
+    verdict: VerdictShape | None = None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,9 @@ from __future__ import annotations
 import re
 
 from gpudoctor.kernelsection import KernelTensorArg
-from gpudoctor.model import Environment, Outcome, ProbeResult, Report
+from gpudoctor.knowledge.verdict import parts_of
+from gpudoctor.model import Environment, Finding, Outcome, ProbeResult, Report
+from gpudoctor.report.header import header_lines, user_run
 from gpudoctor.safetext import safe_text
 from gpudoctor.stackfacts import BuildFacts, StackFacts
 
@@ -268,11 +270,34 @@ def to_markdown(report: Report, limit: int = GITHUB_BODY_LIMIT) -> str:
     return text[: limit - len(note)] + note
 
 
+def _finding_markdown(report: Report, finding: Finding) -> list[str]:
+    lines = [f"### Known issue: {_cell(finding.title)}", ""]
+    evidence, consequences = parts_of(report.findings, finding)
+    shown = list(dict.fromkeys([*finding.evidence, *(e for f in evidence for e in f.evidence)]))
+    lines += [f"- evidence: {_cell(e)}" for e in shown]
+    lines += [f"- consequence: {_cell(f.title)}" + (f" ({_cell(f.evidence[0])})" if f.evidence else "") + f" [{f.id}]"
+              for f in consequences]  # fmt: skip
+    lines += ["", safe_text(finding.explanation), "", f"Fix: {safe_text(finding.fix)}", ""]
+    if finding.patch_note:
+        lines += [f"Patch: {safe_text(finding.patch_note)}", ""]
+    if finding.patch_verified:
+        lines += ["Apply it here:", "", _fence("\n".join(patch_commands(report, finding.patch or ""))), ""]
+    return lines
+
+
 def _markdown(report: Report, tail_lines: int) -> str:
-    lines = [f"## gpudoctor {report.doctor_version} report ({report.created})", "", _summary_markdown(report), ""]
-    lines += ["| | |", "| --- | --- |"]
-    lines += [f"| {_cell(label)} | {_cell(value)} |" for label, value in environment_rows(report.environment)]
-    lines.append("")
+    subject = user_run(report)
+    leading, aside = report.findings_in_order()
+    environment = ["| | |", "| --- | --- |"]
+    environment += [f"| {_cell(label)} | {_cell(value)} |" for label, value in environment_rows(report.environment)]
+    if subject is not None:  # one failure: its header and verdict first, the whole inventory folded at the end
+        head = header_lines(report, subject)
+        lines = [f"## {_cell(head[0])} ({report.created})", "", *(f"{_cell(line)}  " for line in head[1:]), ""]
+        for finding in leading:
+            lines += _finding_markdown(report, finding)
+    else:
+        lines = [f"## gpudoctor {report.doctor_version} report ({report.created})", "", _summary_markdown(report), ""]
+        lines += [*environment, ""]
     if report.kernel:
         lines += ["### Kernel package", "", _fence("\n".join(kernel_lines(report))), ""]
     if report.results:
@@ -283,15 +308,8 @@ def _markdown(report: Report, tail_lines: int) -> str:
         lines.append("")
     else:
         lines += ["No probes ran (inventory only).", ""]
-    leading, aside = report.findings_in_order()
-    for finding in leading:
-        lines += [f"### Known issue: {_cell(finding.title)}", ""]
-        lines += [f"- evidence: {_cell(e)}" for e in finding.evidence]
-        lines += ["", safe_text(finding.explanation), "", f"Fix: {safe_text(finding.fix)}", ""]
-        if finding.patch_note:
-            lines += [f"Patch: {safe_text(finding.patch_note)}", ""]
-        if finding.patch_verified:
-            lines += ["Apply it here:", "", _fence("\n".join(patch_commands(report, finding.patch or ""))), ""]
+    for finding in leading if subject is None else ():
+        lines += _finding_markdown(report, finding)
     if aside:
         lines += ["### Other notices (they bear on no failing run; `--json` has their full text)", ""]
         lines += [f"- {_cell(f.title)} [{f.id}]" for f in aside] + [""]
@@ -299,16 +317,45 @@ def _markdown(report: Report, tail_lines: int) -> str:
         if result.outcome.is_problem:
             lines += _problem_details_markdown(result, tail_lines)
     lines += _timings_markdown(report)
+    if subject is not None:
+        lines += ["<details><summary>Environment (this machine's whole inventory)</summary>", "", *environment, "",
+                  "</details>", ""]  # fmt: skip
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _finding_text(report: Report, finding: Finding) -> list[str]:
+    """One finding as text, with what supports it and what follows from it (knowledge.verdict) inside it."""
+    lines = ["", f"  {finding.severity}: {safe_text(finding.title)} [{finding.id}]"]
+    evidence, consequences = parts_of(report.findings, finding)
+    shown = list(dict.fromkeys([*finding.evidence, *(e for f in evidence for e in f.evidence)]))
+    lines += [f"    evidence: {safe_text(e)}" for e in shown]
+    for follows in consequences:
+        first = f" ({follows.evidence[0]})" if follows.evidence else ""
+        lines.append(f"    consequence: {safe_text(follows.title)}{safe_text(first)} [{follows.id}]")
+    lines.append(f"    fix: {safe_text(finding.fix)}")
+    if finding.patch_note:
+        lines.append(f"    patch: {safe_text(finding.patch_note)}")
+    if finding.patch_verified:
+        lines += [f"    apply it here: {safe_text(line)}" for line in patch_commands(report, finding.patch or "")]
+    return lines
+
+
 def to_text(report: Report) -> str:
-    """Plain text for a terminal that is not interactive or a pipe."""
-    rows = environment_rows(report.environment)
-    width = max(len(label) for label, _ in rows)
-    lines = [f"gpudoctor {report.doctor_version}", ""]
-    lines += [f"  {label.ljust(width)}  {safe_text(value)}" for label, value in rows]
-    lines.append("")
+    """Plain text for a terminal that is not interactive or a pipe. A report about one failure (`run`, `explain`)
+    opens with a header of three lines and its verdict; the doctor's own report with the whole inventory."""
+    subject = user_run(report)
+    leading, aside = report.findings_in_order()
+    if subject is not None:
+        lines = [safe_text(line) for line in header_lines(report, subject)]
+        for finding in leading:
+            lines += _finding_text(report, finding)
+        lines.append("")
+    else:
+        rows = environment_rows(report.environment)
+        width = max(len(label) for label, _ in rows)
+        lines = [f"gpudoctor {report.doctor_version}", ""]
+        lines += [f"  {label.ljust(width)}  {safe_text(value)}" for label, value in rows]
+        lines.append("")
     if report.kernel:
         lines += [f"  {safe_text(line)}" for line in kernel_lines(report)] + [""]
     if report.results:
@@ -324,15 +371,8 @@ def to_text(report: Report) -> str:
                     lines += [f"    {safe_text(line)}" for line in where_it_died(result)]
     else:
         lines.append("  no probes ran (inventory only)")
-    leading, aside = report.findings_in_order()
-    for finding in leading:
-        lines += ["", f"  {finding.severity}: {safe_text(finding.title)} [{finding.id}]"]
-        lines += [f"    evidence: {safe_text(e)}" for e in finding.evidence]
-        lines.append(f"    fix: {safe_text(finding.fix)}")
-        if finding.patch_note:
-            lines.append(f"    patch: {safe_text(finding.patch_note)}")
-        if finding.patch_verified:
-            lines += [f"    apply it here: {safe_text(line)}" for line in patch_commands(report, finding.patch or "")]
+    for finding in leading if subject is None else ():
+        lines += _finding_text(report, finding)
     if aside:
         lines += ["", "  other notices (they bear on no failing run; --json has their full text):"]
         lines += [f"    {safe_text(f.title)} [{f.id}]" for f in aside]

@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from gpudoctor.facts.sanitizer import find_sanitizer
+from gpudoctor.instruments.binaries import binary_archs, source_archs
 from gpudoctor.instruments.explain import OpOf, causes
 from gpudoctor.instruments.reruns import Instrument, InstrumentedRun, NotRun, plan_reruns
 from gpudoctor.instruments.sanitizer import parse
-from gpudoctor.instruments.triage import EXPERIMENTS, FailureClass, program_sources, triage
+from gpudoctor.instruments.streams import describe_race, parse_races
+from gpudoctor.instruments.triage import FailureClass, experiments, program_sources, triage
 from gpudoctor.model import Environment, Outcome, ProbeResult
 from gpudoctor.process.cancel import Cancelled, CancelScope
 from gpudoctor.process.endings import TRACEBACK_FRAME
@@ -74,6 +76,11 @@ def _one(
         said["raised_at"] = raising_line(ended.stderr.text(), own)
         if raised_before is not None and said["raised_at"] == raised_before:
             said["raised_at_as_before"] = True  # it says nothing the command's traceback did not
+    elif run.instrument is Instrument.TORCH_STREAMS:
+        races = parse_races(ended.stdout.text() + "\n" + ended.stderr.text(), own)
+        said["errors"] = len(races)
+        said["found"] = [redact_text(describe_race(race)) for race in races]
+        said["causes"] = [{"kind": "stream-race", "line": line} for line in said["found"]]
     else:
         report = parse(ended.stdout.text() + "\n" + ended.stderr.text())
         said["errors"] = report.error_count
@@ -101,7 +108,8 @@ def rerun_with_instruments(
     bounds that still prints a plausible answer)."""
     if result.outcome not in (Outcome.FAIL, Outcome.CRASH, Outcome.TIMEOUT, Outcome.PASS):
         return result
-    failure = triage(result, program_sources(reproducer.argv, reproducer.cwd))
+    sources = program_sources(reproducer.argv, reproducer.cwd)
+    failure = triage(result, sources)
     classified = dataclasses.replace(result, details={**result.details, ReproducerDetail.FAILURE_CLASS: failure.value})
     if failure is FailureClass.PASSED and not passing_too:
         return result
@@ -109,7 +117,11 @@ def rerun_with_instruments(
     env = command_environment(reproducer)
     sites = [Path(p) for p in environment.stack.site_packages or ()]
     runs, not_run = plan_reruns(
-        argv, env, gpus=len(environment.driver.gpus), sanitizer=find_sanitizer(env, sites), wanted=EXPERIMENTS[failure]
+        argv,
+        env,
+        gpus=len(environment.driver.gpus),
+        sanitizer=find_sanitizer(env, sites),
+        wanted=experiments(failure, sources),
     )
     scope = cancel if cancel is not None else CancelScope()
     said: list[dict[str, Any]] = []
@@ -127,4 +139,24 @@ def rerun_with_instruments(
         details[ReproducerDetail.INSTRUMENTS] = said
     if not_run:
         details[ReproducerDetail.INSTRUMENTS_NOT_RUN] = [f"{n.instrument.value}: {n.why}" for n in not_run]
+    if failure is FailureClass.NO_BINARY:
+        details[ReproducerDetail.BINARIES] = _binaries(reproducer, result, environment, env)
     return dataclasses.replace(classified, details={**classified.details, **details})
+
+
+def _binaries(reproducer: Reproducer, result: ProbeResult, environment: Environment, env: dict[str, str]) -> Any:
+    """The no-binary class's experiment: the archs the program's own source and libraries were built for, against
+    the GPUs'."""
+    named = [a for a in reproducer.argv if a.endswith(".py")]
+    texts = program_sources(named, reproducer.cwd)
+    binaries, why = binary_archs(result.mapped_libraries, env)
+    seen: dict[str, Any] = {
+        "gpu_archs": sorted(
+            {f"sm_{g.compute_capability.replace('.', '')}" for g in environment.driver.gpus if g.compute_capability}
+        ),
+        "sources": source_archs(zip((Path(a).name for a in named), texts, strict=False)),
+        "binaries": binaries,
+    }
+    if why:
+        seen["not_read"] = why
+    return seen

@@ -6,6 +6,7 @@ the host threads wait). Pure functions of a Report.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from gpudoctor.knowledge.registry import PredicateEvidence, predicate
@@ -16,7 +17,14 @@ from gpudoctor.protocol import ReproducerDetail
 # --- `gpudoctor run`: what the class's experiments found, on the failing path only (issue 44) ----------------------
 # Kinds of cause (instruments.explain.cause_kind) that have their own entry, with its own fix; the rest are the
 # general "the instruments name where your program goes wrong".
-_OWN_ENTRY_KINDS = frozenset({"race", "uninitialized", "misaligned", "host-address", "launch-refused"})
+_OWN_ENTRY_KINDS = frozenset({"race", "uninitialized", "misaligned", "host-address", "launch-refused", "sync",
+                              "index-overflow", "stream-race", "sticky"})  # fmt: skip
+# Calls that read back an error an earlier call already made (CUDA's errors are sticky): the same error seen there is
+# that earlier failure's echo, not a cause of its own.
+_READ_BACK = re.compile(
+    r"the CUDA call (?:cudaGetLastError|cudaPeekAtLastError|cudaDeviceSynchronize|"
+    r"cudaStreamSynchronize|cuCtxSynchronize|cuStreamSynchronize) failed"
+)
 
 
 def _failure_words(result: ProbeResult) -> str:
@@ -53,13 +61,18 @@ def located_causes(report: Report) -> list[tuple[str, str]]:
             found += [("legacy", f"compute-sanitizer {tool}: {line}") for line in said.get("found") or ()]
             continue
         last: str | None = None
+        errors_seen: set[object] = set()
         for cause in causes:
             kind = str(cause.get("kind"))
+            if kind in ("api-error", "launch-refused"):
+                if cause.get("api_error") in errors_seen and _READ_BACK.search(str(cause.get("line"))):
+                    kind = "sticky"  # read back at a later call: the earlier failure's, said as its consequence
+                errors_seen.add(cause.get("api_error"))
             if kind == "count":
                 if last is not None:
                     found.append((last, f"compute-sanitizer {tool}: {cause.get('line')}"))
                 continue
-            if kind in ("api-error", "launch-refused") and not _named_by_failure(cause, words):
+            if kind in ("api-error", "launch-refused", "sticky") and not _named_by_failure(cause, words):
                 last = None
                 continue
             found.append((kind, f"compute-sanitizer {tool}: {cause.get('line')}"))
@@ -117,6 +130,10 @@ def reproducer_instruments_clean(report: Report) -> list[PredicateEvidence]:
     runs = _sanitizer_runs(result)
     if not runs or not all(_clean(s) for s in runs) or located_causes(report):
         return []
+    from gpudoctor.knowledge.checks.meaning import right_when_synchronous
+
+    if right_when_synchronous(result):
+        return []  # found: the result is right when launches wait (its own entry)
     return [(f"compute-sanitizer {s.get('instrument')}: 0 errors ({s.get('seconds')} s)", RUN_ID) for s in runs]
 
 
