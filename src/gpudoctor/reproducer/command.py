@@ -18,6 +18,7 @@ import re
 import shlex
 import signal
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,16 +32,22 @@ from gpudoctor.process.supervise import supervise
 from gpudoctor.protocol import REPRODUCER_RUN_ID, ReproducerDetail
 from gpudoctor.redact import redact_text
 from gpudoctor.reproducer import native
+from gpudoctor.reproducer.processes import ProcessWatcher
 
 RUN_ID = REPRODUCER_RUN_ID
 HOST_INDEXING_DETAIL = ReproducerDetail.HOST_INDEXING
 LEFT_RUNNING_DETAIL = ReproducerDetail.LEFT_RUNNING
 AT_DEADLINE_DETAIL = ReproducerDetail.AT_DEADLINE
+PROCESSES_DETAIL = ReproducerDetail.PROCESSES
 CAPTURE_LIMIT = 256 * 1024
 DEFAULT_TIMEOUT_S = 600.0
 MAPS_EVERY_S = 0.2
 MAX_LIBRARIES = 600
-_DUMP_GRACE_S = 2.0
+_DUMP_GRACE_S = 1.0  # faulthandler's dump on SIGABRT, before the group is killed
+_DEBUGGER_MIN_S = 0.5  # less than this left at the deadline: no debugger
+DEADLINE_SHARE = 0.25
+DEADLINE_MIN_S = 3.0
+DEADLINE_MAX_S = 90.0
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 
 
@@ -112,40 +119,73 @@ class MapsWatcher:
             stop.wait(MAPS_EVERY_S)
 
 
+def deadline_budget(timeout_s: float) -> float:
+    """The time a hang's examination at the deadline may take, faulthandler's grace included: a quarter of the
+    limit, at least DEADLINE_MIN_S and at most DEADLINE_MAX_S, so the whole run ends within 1.5 x its limit (the
+    debugger alone once took a minute of a 45 s limit)."""
+    return min(DEADLINE_MAX_S, max(DEADLINE_MIN_S, DEADLINE_SHARE * timeout_s))
+
+
 class HangDump:
-    """What happens at the deadline, once, in place (a hang is never rerun to hang again): every thread's native stack
-    and, where cuda-gdb is installed, the GPU's side — which kernels are running and where their threads are — then
-    NVML's view of the GPUs (utilisation, the program's memory), then SIGABRT, on which faulthandler
-    (PYTHONFAULTHANDLER) prints every thread's Python frames before the process dies."""
+    """What happens at the deadline, once, in place (a hang is never rerun to hang again), within
+    ``deadline_budget``: every process of the command read by py-spy in parallel (reproducer.processes), every
+    thread's native stack of the command's own process and, where cuda-gdb is installed, the GPU's side — which
+    kernels are running and where their threads are — then NVML's view of the GPUs (utilisation, the program's
+    memory, every process on them), then SIGABRT, on which faulthandler (PYTHONFAULTHANDLER) prints every thread's
+    Python frames before the process dies."""
 
     def __init__(self, reproducer: Reproducer, scope: CancelScope) -> None:
         self.reproducer, self.scope = reproducer, scope
         self.stacks: NativeStacks | None = None
         self.libraries: tuple[str, ...] = ()
         self.at_deadline: dict[str, Any] = {}
+        self.processes: dict[str, Any] = {}
+        self.timings: dict[str, float] = {}
 
     def __call__(self, pid: int) -> None:
+        from gpudoctor.facts.nvml import gpu_processes, process_gpu_view
+        from gpudoctor.reproducer import processes
+
+        started = time.monotonic()
+        until = started + deadline_budget(self.reproducer.timeout_s) - _DUMP_GRACE_S
+        reader = processes.ProcessReader(pid, processes.find_py_spy(), until, self.scope.child())
+        on_gpus = gpu_processes()  # while py-spy reads
+        seen = process_gpu_view(set(reader.pids) | set(MapsWatcher._members(pid)))
+        if seen is not None:
+            self.at_deadline["nvml"] = seen
+        reader.wait_for(pid)  # a debugger and py-spy cannot both trace one process
+        self.timings["py-spy, command's process"] = time.monotonic() - started
+        self._debugger(pid, until)
+        if self.stacks is not None and not self.stacks.frames and (frames := reader.native_frames(pid)):
+            how = f"{reader.tool} --native at the deadline, every Python thread ({self.stacks.how})"
+            self.stacks = NativeStacks(reader.tool, how, frames)
+        self.timings["debugger"] = time.monotonic() - started - self.timings["py-spy, command's process"]
+        self.processes = reader.collect(on_gpus)
+        self.processes["budget_s"] = round(until - started + _DUMP_GRACE_S, 2)
+        self.timings["examination"] = time.monotonic() - started
+        self.processes["timings_s"] = {name: round(seconds, 2) for name, seconds in self.timings.items()}
+        # the command itself only: its children's dumps would interleave with its own on the shared stderr
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGCONT)  # a debugger ended at its limit can leave it stopped
+            os.kill(pid, signal.SIGABRT)
+
+    def _debugger(self, pid: int, until: float) -> None:
         cuda_gdb = native.find_cuda_gdb() if self.reproducer.debugger else None
         gdb = native.find_gdb() if self.reproducer.debugger else None
-        if cuda_gdb is not None:
+        left = until - time.monotonic()
+        if gdb is None or left < _DEBUGGER_MIN_S:
+            no_time = f"no time was left for {os.path.basename(gdb or '')} at the deadline"
+            self.stacks = (NativeStacks(None, native.NO_DEBUGGER) if gdb is None else NativeStacks(
+                native.gdb_version(gdb), no_time)) if self.reproducer.debugger else None  # fmt: skip
+        elif cuda_gdb is not None:
             self.stacks = NativeStacks(native.gdb_version(cuda_gdb), "cuda-gdb could not attach to the process")
             with contextlib.suppress(OSError, Cancelled):
-                self.stacks, gpu = native.attach_cuda_gdb(cuda_gdb, pid, self.scope.child())
+                self.stacks, gpu = native.attach_cuda_gdb(cuda_gdb, pid, self.scope.child(), left)
                 self.at_deadline.update(gpu)
-        elif gdb is None:
-            self.stacks = NativeStacks(None, native.NO_DEBUGGER) if self.reproducer.debugger else None
         else:
             self.stacks = NativeStacks(native.gdb_version(gdb), "gdb could not attach to the process")
             with contextlib.suppress(OSError, Cancelled):  # a stopped session is seen by the caller's scope
-                self.stacks, self.libraries = native.attach_gdb(gdb, pid, self.scope.child())
-        from gpudoctor.facts.nvml import process_gpu_view
-
-        seen = process_gpu_view({pid, *MapsWatcher._members(pid)})
-        if seen is not None:
-            self.at_deadline["nvml"] = seen
-        # the command itself only: its children's dumps would interleave with its own on the shared stderr
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGABRT)
+                self.stacks, self.libraries = native.attach_gdb(gdb, pid, self.scope.child(), left)
 
 
 def run_command(reproducer: Reproducer, cancel: CancelScope | None = None) -> ProbeResult:
@@ -155,10 +195,10 @@ def run_command(reproducer: Reproducer, cancel: CancelScope | None = None) -> Pr
     common: dict[str, Any] = {"id": RUN_ID, "probe": RUN_ID, "device": Device.NONE,
                               "command": redact_text(shlex.join(reproducer.argv))}  # fmt: skip
     env = command_environment(reproducer)
-    maps, hang = MapsWatcher(), HangDump(reproducer, owner)
+    maps, hang, family = MapsWatcher(), HangDump(reproducer, owner), ProcessWatcher()
     try:
         ended = supervise(argv, owner, reproducer.timeout_s, env=env, cwd=reproducer.cwd, capture_limit=CAPTURE_LIMIT,
-                          on_deadline=hang, deadline_grace_s=_DUMP_GRACE_S, watchers=(maps,))  # fmt: skip
+                          on_deadline=hang, deadline_grace_s=_DUMP_GRACE_S, watchers=(maps, family))  # fmt: skip
     except Cancelled as stopped:
         return ProbeResult(outcome=Outcome.INTERRUPTED, duration_s=0.0, summary=f"interrupted: {stopped.message}",
                            **common)  # fmt: skip
@@ -169,6 +209,10 @@ def run_command(reproducer: Reproducer, cancel: CancelScope | None = None) -> Pr
     details: dict[str, Any] = left if ended.left_running else {}
     if hang.at_deadline:
         details[AT_DEADLINE_DETAIL] = hang.at_deadline
+    if hang.processes:
+        details[PROCESSES_DETAIL] = hang.processes
+    elif ended.returncode != 0 and len(seen := family.record()) > 1:  # a worker that died is named by its pid
+        details[PROCESSES_DETAIL] = {"seen": seen}
     if ended.cancelled is not None:
         return ProbeResult(outcome=Outcome.INTERRUPTED, duration_s=ended.duration_s,
                            summary=f"interrupted: {ended.cancelled}", details=details, **common)  # fmt: skip

@@ -155,15 +155,22 @@ def crash_under_gdb(
     return GdbCrash(received[0], NativeStacks(version, how, tuple(crashing + others)), libraries)
 
 
-def attach_gdb(gdb: str, pid: int, cancel: CancelScope) -> tuple[NativeStacks, tuple[str, ...]]:
-    """Every thread's native frames of a live (hanging) process, and its libraries; it is detached again."""
+def attach_gdb(
+    gdb: str, pid: int, cancel: CancelScope, timeout_s: float = GDB_TIMEOUT_S
+) -> tuple[NativeStacks, tuple[str, ...]]:
+    """Every thread's native frames of a live (hanging) process, and its libraries; it is detached again. gdb has
+    ``timeout_s`` (a hang's deadline gives it what is left of the time for its examination)."""
     after = _commands(("threads", f"thread apply all bt {FRAMES_PER_THREAD}"), ("libraries", "info sharedlibrary"))
     command = [gdb, "-q", "-nx", "-batch", "-ex", "set pagination off", "-ex", "set width 0", "-p", str(pid),
                *after, "-ex", "detach"]  # fmt: skip
     version = gdb_version(gdb)
-    ran = supervise(command, cancel, GDB_TIMEOUT_S).unless_cancelled()
+    ran = supervise(command, cancel, timeout_s).unless_cancelled()
     text = ran.stdout.text() + "\n" + ran.stderr.text()
     frames = parse_threads(_section(text, "threads"))
+    if not frames and ran.timed_out:
+        return NativeStacks(
+            version, f"{version} did not answer within {timeout_s:.1f} s (the time left at the deadline)"
+        ), ()
     if not frames:
         reason = next((line for line in text.splitlines() if "ptrace" in line or "not permitted" in line), "")
         return NativeStacks(version, f"{version} could not attach to the process {reason}".strip()), ()
@@ -205,7 +212,9 @@ def parse_cuda_threads(text: str) -> list[dict[str, str]]:
     return threads
 
 
-def attach_cuda_gdb(cuda_gdb: str, pid: int, cancel: CancelScope) -> tuple[NativeStacks, dict[str, object]]:
+def attach_cuda_gdb(
+    cuda_gdb: str, pid: int, cancel: CancelScope, timeout_s: float = GDB_TIMEOUT_S
+) -> tuple[NativeStacks, dict[str, object]]:
     """A hanging process seen by cuda-gdb: every host thread's frames, and the GPU's side — the kernels running and
     where their threads are; it is detached again."""
     after = _commands(("kernels", "info cuda kernels"), ("gputhreads", "info cuda threads"),
@@ -213,7 +222,7 @@ def attach_cuda_gdb(cuda_gdb: str, pid: int, cancel: CancelScope) -> tuple[Nativ
     command = [cuda_gdb, "-q", "-nx", "-batch", "-ex", "set pagination off", "-ex", "set width 0",
                "-ex", "set cuda break_on_launch none", "-p", str(pid), *after, "-ex", "detach"]  # fmt: skip
     version = gdb_version(cuda_gdb)
-    ran = supervise(command, cancel, GDB_TIMEOUT_S).unless_cancelled()
+    ran = supervise(command, cancel, timeout_s).unless_cancelled()
     text = ran.stdout.text() + "\n" + ran.stderr.text()
     frames = parse_threads(_section(text, "threads"))
     gpu: dict[str, object] = {"debugger": version, "kernels": parse_cuda_kernels(_section(text, "kernels")),
@@ -221,7 +230,7 @@ def attach_cuda_gdb(cuda_gdb: str, pid: int, cancel: CancelScope) -> tuple[Nativ
                               "said": [line.rstrip() for name in ("kernels", "gputhreads")
                                        for line in _section(text, name).splitlines() if line.strip()][:24]}  # fmt: skip
     if ran.timed_out:
-        gpu["note"] = f"{version} did not answer within {GDB_TIMEOUT_S:g} s"
+        gpu["note"] = f"{version} did not answer within {timeout_s:.1f} s"
     if not frames:
         reason = next((line for line in text.splitlines() if "ptrace" in line or "not permitted" in line), "")
         return NativeStacks(version, f"{version} could not attach to the process {reason}".strip()), gpu

@@ -5,6 +5,6 @@ Importing this package registers them all; a new check is a function in one of t
 imported here) with ``@check("name")`` or ``@predicate("name")``, and an entry that names it.
 """
 
-from gpudoctor.knowledge.checks import building, calls, environment, meaning, report, runs
+from gpudoctor.knowledge.checks import building, calls, environment, meaning, processes, report, runs
 
-__all__ = ["building", "calls", "environment", "meaning", "report", "runs"]
+__all__ = ["building", "calls", "environment", "meaning", "processes", "report", "runs"]
