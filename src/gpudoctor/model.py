@@ -321,6 +321,13 @@ class Report:
         leading = sorted(on_failure, key=lambda f: not f.is_problem) + [f for f in rest if f.is_problem]
         return tuple(leading), tuple(f for f in rest if not f.is_problem)
 
+    def parts_of(self, lead: Finding) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
+        """What the faces say inside ``lead`` (knowledge.verdict): the findings that support it, and those that
+        follow from it."""
+        mine = [f for f in self.findings if f.part_of == lead.id]
+        return (tuple(f for f in mine if f.relation is Relation.EVIDENCE),
+                tuple(f for f in mine if f.relation is Relation.CONSEQUENCE))  # fmt: skip
+
     @property
     def interrupted(self) -> bool:
         """Whether the session was stopped before every run ended."""

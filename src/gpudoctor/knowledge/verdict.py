@@ -71,10 +71,3 @@ def one_verdict(report: Report, findings: Sequence[Finding], knowledge: Knowledg
         if f.id in folded else f
         for f in findings
     )  # fmt: skip
-
-
-def parts_of(findings: Sequence[Finding], lead: Finding) -> tuple[list[Finding], list[Finding]]:
-    """What the faces say inside ``lead``: the findings that support it, and those that follow from it."""
-    evidence = [f for f in findings if f.part_of == lead.id and f.relation is Relation.EVIDENCE]
-    consequences = [f for f in findings if f.part_of == lead.id and f.relation is Relation.CONSEQUENCE]
-    return evidence, consequences

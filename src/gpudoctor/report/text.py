@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 
 from gpudoctor.kernelsection import KernelTensorArg
-from gpudoctor.knowledge.verdict import parts_of
 from gpudoctor.model import Environment, Finding, Outcome, ProbeResult, Report
 from gpudoctor.report.header import header_lines, user_run
 from gpudoctor.safetext import safe_text
@@ -272,7 +271,7 @@ def to_markdown(report: Report, limit: int = GITHUB_BODY_LIMIT) -> str:
 
 def _finding_markdown(report: Report, finding: Finding) -> list[str]:
     lines = [f"### Known issue: {_cell(finding.title)}", ""]
-    evidence, consequences = parts_of(report.findings, finding)
+    evidence, consequences = report.parts_of(finding)
     shown = list(dict.fromkeys([*finding.evidence, *(e for f in evidence for e in f.evidence)]))
     lines += [f"- evidence: {_cell(e)}" for e in shown]
     lines += [f"- consequence: {_cell(f.title)}" + (f" ({_cell(f.evidence[0])})" if f.evidence else "") + f" [{f.id}]"
@@ -326,7 +325,7 @@ def _markdown(report: Report, tail_lines: int) -> str:
 def _finding_text(report: Report, finding: Finding) -> list[str]:
     """One finding as text, with what supports it and what follows from it (knowledge.verdict) inside it."""
     lines = ["", f"  {finding.severity}: {safe_text(finding.title)} [{finding.id}]"]
-    evidence, consequences = parts_of(report.findings, finding)
+    evidence, consequences = report.parts_of(finding)
     shown = list(dict.fromkeys([*finding.evidence, *(e for f in evidence for e in f.evidence)]))
     lines += [f"    evidence: {safe_text(e)}" for e in shown]
     for follows in consequences:

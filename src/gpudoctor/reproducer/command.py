@@ -32,12 +32,15 @@ from gpudoctor.process.supervise import supervise
 from gpudoctor.protocol import REPRODUCER_RUN_ID, ReproducerDetail
 from gpudoctor.redact import redact_text
 from gpudoctor.reproducer import native
+from gpudoctor.reproducer.gpu_memory import GpuMemoryWatcher
 from gpudoctor.reproducer.processes import ProcessWatcher
 
 RUN_ID = REPRODUCER_RUN_ID
 HOST_INDEXING_DETAIL = ReproducerDetail.HOST_INDEXING
 LEFT_RUNNING_DETAIL = ReproducerDetail.LEFT_RUNNING
 AT_DEADLINE_DETAIL = ReproducerDetail.AT_DEADLINE
+GPU_MEMORY_DETAIL = ReproducerDetail.GPU_MEMORY
+_OUT_OF_MEMORY = re.compile(r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|OutOfMemoryError", re.I)
 PROCESSES_DETAIL = ReproducerDetail.PROCESSES
 CAPTURE_LIMIT = 256 * 1024
 DEFAULT_TIMEOUT_S = 600.0
@@ -195,10 +198,12 @@ def run_command(reproducer: Reproducer, cancel: CancelScope | None = None) -> Pr
     common: dict[str, Any] = {"id": RUN_ID, "probe": RUN_ID, "device": Device.NONE,
                               "command": redact_text(shlex.join(reproducer.argv))}  # fmt: skip
     env = command_environment(reproducer)
-    maps, hang, family = MapsWatcher(), HangDump(reproducer, owner), ProcessWatcher()
+    maps, hang, memory = MapsWatcher(), HangDump(reproducer, owner), GpuMemoryWatcher()
+    family = ProcessWatcher()
+    watchers = (maps, memory, family)
     try:
         ended = supervise(argv, owner, reproducer.timeout_s, env=env, cwd=reproducer.cwd, capture_limit=CAPTURE_LIMIT,
-                          on_deadline=hang, deadline_grace_s=_DUMP_GRACE_S, watchers=(maps, family))  # fmt: skip
+                          on_deadline=hang, deadline_grace_s=_DUMP_GRACE_S, watchers=watchers)  # fmt: skip
     except Cancelled as stopped:
         return ProbeResult(outcome=Outcome.INTERRUPTED, duration_s=0.0, summary=f"interrupted: {stopped.message}",
                            **common)  # fmt: skip
@@ -207,6 +212,8 @@ def run_command(reproducer: Reproducer, cancel: CancelScope | None = None) -> Pr
                            exception_type=type(error).__name__, message=redact_text(str(error)), **common)  # fmt: skip
     left = {LEFT_RUNNING_DETAIL: [{"pid": p.pid, "command": p.command} for p in ended.left_running]}
     details: dict[str, Any] = left if ended.left_running else {}
+    if memory.seen and _OUT_OF_MEMORY.search(ended.stderr.text()[-64 * 1024 :]):
+        details[GPU_MEMORY_DETAIL] = memory.seen  # who held the GPU's memory while it ran out
     if hang.at_deadline:
         details[AT_DEADLINE_DETAIL] = hang.at_deadline
     if hang.processes:

@@ -16,9 +16,10 @@ MAX_PROCESSES = 64
 
 
 def _group(pgid: int) -> set[int]:
-    from gpudoctor.reproducer.command import MapsWatcher
+    """The command's own processes: its descendants and its process group (reproducer.processes.family)."""
+    from gpudoctor.reproducer.processes import family
 
-    return {pgid, *MapsWatcher._members(pgid)}
+    return set(family(pgid))
 
 
 class GpuMemoryWatcher:

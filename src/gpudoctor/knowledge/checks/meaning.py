@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gpudoctor.knowledge.checks.runs import of_kinds
+from gpudoctor.knowledge.checks.runs import of_kinds, right_when_synchronous, synchronous_rerun
 from gpudoctor.knowledge.registry import PredicateEvidence, predicate
 from gpudoctor.model import Outcome, ProbeResult, Report
 from gpudoctor.protocol import LOG_RUN_ID, REPRODUCER_RUN_ID, ReproducerDetail
@@ -64,16 +64,6 @@ def reproducer_stream_race_located(report: Report) -> list[PredicateEvidence]:
     return of_kinds(report, frozenset({"stream-race"}))
 
 
-def _synchronous(result: ProbeResult) -> dict[str, Any] | None:
-    return next((s for s in result.details.get(ReproducerDetail.INSTRUMENTS) or ()
-                 if isinstance(s, dict) and s.get("instrument") == "synchronous"), None)  # fmt: skip
-
-
-def right_when_synchronous(result: ProbeResult) -> bool:
-    said = _synchronous(result)
-    return said is not None and said.get("exit_code") == 0 and not said.get("timed_out")
-
-
 @predicate("reproducer_right_when_synchronous")
 def reproducer_right_when_synchronous(report: Report) -> list[PredicateEvidence]:
     """A failed check of the GPU's results that passes when every launch waits (CUDA_LAUNCH_BLOCKING=1)."""
@@ -82,7 +72,7 @@ def reproducer_right_when_synchronous(report: Report) -> list[PredicateEvidence]
         return []
     if not right_when_synchronous(result):
         return []
-    said = _synchronous(result) or {}
+    said = synchronous_rerun(result) or {}
     failed = f"{result.exception_type}: {result.message}" if result.exception_type else result.summary
     return [(f"the command failed ({failed})", REPRODUCER_RUN_ID),
             (f"rerun with every launch synchronous (CUDA_LAUNCH_BLOCKING=1) it exits 0 ({said.get('seconds')} s):"

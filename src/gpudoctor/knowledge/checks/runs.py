@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from gpudoctor.knowledge.registry import PredicateEvidence, predicate
 from gpudoctor.model import Outcome, ProbeResult, Report
@@ -110,6 +111,16 @@ def reproducer_launch_refused_located(report: Report) -> list[PredicateEvidence]
     return of_kinds(report, frozenset({"launch-refused"}))
 
 
+def synchronous_rerun(result: ProbeResult) -> dict[str, Any] | None:
+    return next((s for s in result.details.get(ReproducerDetail.INSTRUMENTS) or ()
+                 if isinstance(s, dict) and s.get("instrument") == "synchronous"), None)  # fmt: skip
+
+
+def right_when_synchronous(result: ProbeResult) -> bool:
+    said = synchronous_rerun(result)
+    return said is not None and said.get("exit_code") == 0 and not said.get("timed_out")
+
+
 def _sanitizer_runs(result: ProbeResult) -> list[dict[str, object]]:
     return [s for s in result.details.get(ReproducerDetail.INSTRUMENTS) or ()
             if isinstance(s, dict) and s.get("instrument") != "synchronous"]  # fmt: skip
@@ -130,8 +141,6 @@ def reproducer_instruments_clean(report: Report) -> list[PredicateEvidence]:
     runs = _sanitizer_runs(result)
     if not runs or not all(_clean(s) for s in runs) or located_causes(report):
         return []
-    from gpudoctor.knowledge.checks.meaning import right_when_synchronous
-
     if right_when_synchronous(result):
         return []  # found: the result is right when launches wait (its own entry)
     return [(f"compute-sanitizer {s.get('instrument')}: 0 errors ({s.get('seconds')} s)", RUN_ID) for s in runs]
