@@ -151,8 +151,8 @@ def test_out_of_memory_names_the_process_that_holds_the_rest(tmp_path: Path) -> 
     completed = run_cli("explain", "--json", str(log), timeout=120)
     report = decode(json.loads(completed.stdout))
     problems = [f for f in report.findings if f.is_problem]
-    assert [f.id for f in problems] == ["gpu-memory-held-by-another-process"], [f.id for f in problems]
+    assert [f.id for f in problems] == ["gpu-memory-held-by-a-process-the-text-names"], [f.id for f in problems]
     evidence = " ".join(problems[0].evidence)
     assert "asked for 20.00 GiB" in evidence and "14.06 GiB was free" in evidence
-    assert "another process: pid 8579 held 64.17 GiB" in evidence
+    assert "a process other than the failing one: pid 8579 held 64.17 GiB" in evidence
     assert "index, stride or bounds" not in problems[0].fix  # not the access template

@@ -3,6 +3,7 @@ the Python line that launched it; several errors of one kernel and line are one 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -107,12 +108,40 @@ def wrapped_element_size(error: SanitizerError) -> int | None:
                  <= INT32_WRAP * s), None)  # fmt: skip
 
 
+# describe()'s words for an access out of bounds, read back from a recorded line (a run recorded before a kind
+# existed, a pasted report): the access size, the distance, its direction and the allocation's size.
+_DESCRIBED = re.compile(r"(?:reads|writes|accesses) (\d+) bytes of \w+ memory out of bounds .*?([\d,]+) bytes "
+                        r"(before|after) the nearest allocation, which holds ([\d,]+) bytes")  # fmt: skip
+
+
+def overflow_in_line(line: str) -> dict[str, int] | None:
+    """The wrapped index a described access out of bounds shows (element size, distance, allocation), or None."""
+    match = _DESCRIBED.search(line)
+    if match is None:
+        return None
+    error = SanitizerError(ErrorKind.OUT_OF_BOUNDS, line, size_bytes=int(match[1]), direction=match[3],
+                           distance_bytes=int(match[2].replace(",", "")),
+                           allocation_bytes=int(match[4].replace(",", "")))  # fmt: skip
+    element = wrapped_element_size(error)
+    if element is None or error.distance_bytes is None or error.allocation_bytes is None:
+        return None
+    return {"element_bytes": element, "distance_bytes": error.distance_bytes,
+            "allocation_bytes": error.allocation_bytes}  # fmt: skip
+
+
+# A launch the driver refused for want of code for this GPU is no configuration the program chose: its own kind.
+_NO_BINARY_ERRORS = frozenset({"cudaErrorNoKernelImageForDevice", "CUDA_ERROR_NO_BINARY_FOR_GPU",
+                               "cudaErrorInvalidKernelImage", "CUDA_ERROR_INVALID_IMAGE"})  # fmt: skip
+
+
 def cause_kind(error: SanitizerError) -> str:
     """The class of one error, as the knowledge tells them apart (each has its own fix)."""
     if wrapped_element_size(error) is not None:
         return "index-overflow"  # before the host-address test: a wrapped index of 8-byte elements reaches 16 GiB
     if error.kind is ErrorKind.OUT_OF_BOUNDS and (error.distance_bytes or 0) >= HOST_ADDRESS_BYTES:
         return "host-address"
+    if error.kind is ErrorKind.API_ERROR and error.api_error in _NO_BINARY_ERRORS:
+        return "no-binary"
     if error.kind is ErrorKind.API_ERROR and error.api_call in _LAUNCH_CALLS:
         return "launch-refused"
     return error.kind.value

@@ -64,8 +64,11 @@ def one_verdict(report: Report, findings: Sequence[Finding], knowledge: Knowledg
             folded[finding.id] = (lead.id, Relation.EVIDENCE)
         # a cause that nothing names as a consequence: a second, independent cause, a problem of its own
     for finding in findings:
-        if role[finding.id] is Role.SUPPORT and finding is not lead and finding.id not in folded:
-            folded[finding.id] = (lead.id, Relation.EVIDENCE)
+        if finding is lead or finding.id in folded:
+            continue
+        notice_on_run = not finding.is_problem and _on_failing_user_run(finding, failing)
+        if role[finding.id] is Role.SUPPORT or (notice_on_run and role[finding.id] is Role.SYMPTOM):
+            folded[finding.id] = (lead.id, Relation.EVIDENCE)  # the probe beside it; an echo the text carries
     return tuple(
         dataclasses.replace(f, part_of=folded[f.id][0], relation=folded[f.id][1], severity=Severity.NOTICE)
         if f.id in folded else f

@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gpudoctor.instruments.explain import overflow_in_line
+from gpudoctor.instruments.triage import failing_words
 from gpudoctor.knowledge.checks.runs import of_kinds, right_when_synchronous, synchronous_rerun
 from gpudoctor.knowledge.registry import PredicateEvidence, predicate
 from gpudoctor.model import Outcome, ProbeResult, Report
@@ -40,21 +42,17 @@ def reproducer_barrier_located(report: Report) -> list[PredicateEvidence]:
 @predicate("reproducer_index_overflow_located")
 def reproducer_index_overflow_located(report: Report) -> list[PredicateEvidence]:
     """memcheck: an access as far before an allocation of more than 2^31 elements as a wrapped int32 index puts it."""
-    result = report.result(REPRODUCER_RUN_ID)
     found = of_kinds(report, frozenset({"index-overflow"}))
-    if result is None or not found:
+    figures = next((seen for line, _ in found if (seen := overflow_in_line(line)) is not None), None)
+    if figures is None:
         return found
-    for said in result.details.get(ReproducerDetail.INSTRUMENTS) or ():
-        for cause in said.get("causes") or () if isinstance(said, dict) else ():
-            if cause.get("kind") == "index-overflow" and cause.get("element_bytes"):
-                size, distance = int(cause["element_bytes"]), int(cause["distance_bytes"])
-                elements = int(cause["allocation_bytes"]) // size
-                index = (1 << 32) - distance // size
-                found.append((f"the allocation holds {elements:,} elements of {size} byte{'s' if size > 1 else ''}, "
-                              f"more than a signed 32-bit index reaches (2^31 = 2,147,483,648): element {index:,} "
-                              f"wraps to {index - (1 << 32):,}, {distance:,} bytes before the allocation — where "
-                              f"memcheck saw the access", REPRODUCER_RUN_ID))  # fmt: skip
-                return found
+    size, distance = figures["element_bytes"], figures["distance_bytes"]
+    elements = figures["allocation_bytes"] // size
+    index = (1 << 32) - distance // size
+    found.append((f"the allocation holds {elements:,} elements of {size} byte{'s' if size > 1 else ''}, more than a "
+                  f"signed 32-bit index reaches (2^31 = 2,147,483,648): element {index:,} wraps to "
+                  f"{index - (1 << 32):,}, {distance:,} bytes before the allocation — where memcheck saw the access",
+                  REPRODUCER_RUN_ID))  # fmt: skip
     return found
 
 
@@ -80,6 +78,7 @@ def reproducer_right_when_synchronous(report: Report) -> list[PredicateEvidence]
 
 
 # --- out of memory: what was asked, what was free, who holds the rest ------------------------------------------------
+_OUT_OF_MEMORY = re.compile(r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|OutOfMemoryError")
 _SIZE = r"([\d.,]+\s*[KMGTP]?i?B|[\d,]+ bytes)"
 _ASKED = re.compile(r"Tried to allocate " + _SIZE + r"|[Oo]ut of memory allocating " + _SIZE)
 _CAPACITY = re.compile(r"GPU (\d+) has a total capacity of " + _SIZE + r" of which " + _SIZE + r" is free")
@@ -114,9 +113,11 @@ def _holders(result: ProbeResult, text: str) -> list[dict[str, Any]]:
 
 def _oom(report: Report) -> tuple[ProbeResult, str, dict[str, Any]] | None:
     result = _run(report)
-    if result is None or not result.outcome.is_problem or _class(result) != "out-of-memory":
+    if result is None or not result.outcome.is_problem:
         return None
     text = "\n".join(p for p in (result.message, result.stderr_tail, result.summary) if p)
+    if _class(result) != "out-of-memory" and not _OUT_OF_MEMORY.search(failing_words(result)):
+        return None  # (a run recorded before the class existed is read from its own words)
     asked = _ASKED.search(text)
     capacity = _CAPACITY.search(text)
     this = _THIS.search(text)
@@ -178,12 +179,28 @@ def reproducer_memory_held_by_another_process(report: Report) -> list[PredicateE
     if found is None:
         return []
     result, _, facts = found
-    others = [h for h in _others(facts, _failing_pids(result, facts)) if h["own"] is not True]
+    others = [h for h in _others(facts, _failing_pids(result, facts)) if h["own"] is False]
     held = sum(h["bytes"] for h in others)
     if not others or not _would_fit(facts, held) or (facts["asked"] is not None and held < 0.25 * facts["asked"]):
         return []
     lines: list[PredicateEvidence] = [(_said(facts), result.id)]
     return lines + [(_holder_line(h, "another process:"), result.id) for h in others[:6]]
+
+
+@predicate("memory_held_by_a_process_the_text_names")
+def memory_held_by_a_process_the_text_names(report: Report) -> list[PredicateEvidence]:
+    """Out of memory where only the failure's text names who holds the rest (torch's "Process N has X"; no NVML
+    view of the run, as in a pasted log): whether the program started that process is not known."""
+    found = _oom(report)
+    if found is None:
+        return []
+    result, _, facts = found
+    others = [h for h in _others(facts, set()) if h["own"] is None]
+    held = sum(h["bytes"] for h in others)
+    if not others or not _would_fit(facts, held) or (facts["asked"] is not None and held < 0.25 * facts["asked"]):
+        return []
+    lines: list[PredicateEvidence] = [(_said(facts), result.id)]
+    return lines + [(_holder_line(h, "a process other than the failing one:"), result.id) for h in others[:6]]
 
 
 @predicate("reproducer_memory_held_by_own_child")
@@ -247,6 +264,7 @@ def reproducer_binary_for_another_arch(report: Report) -> list[PredicateEvidence
 
 
 # --- a Python error in the user's own code -----------------------------------------------------------------------
+_CHECKS = frozenset({"AssertionError"})
 _LIBRARY = re.compile(r"(?:site|dist)-packages|/lib/python\d|^<frozen|^<string>")
 
 
@@ -257,8 +275,8 @@ def python_error_in_own_code(report: Report) -> list[PredicateEvidence]:
     result = _run(report)
     if result is None or result.outcome is not Outcome.FAIL or not result.exception_type:
         return []
-    if _class(result) != "python-error" or not result.frames:
-        return []
+    if _class(result) != "python-error" or not result.frames or result.exception_type in _CHECKS:
+        return []  # a failed check of a result says what is wrong, not that the code that checked it is
     inner = result.frames[0]  # innermost first
     if _LIBRARY.search(inner.file):
         return []

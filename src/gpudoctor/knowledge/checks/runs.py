@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gpudoctor.instruments.explain import _NO_BINARY_ERRORS, overflow_in_line
 from gpudoctor.knowledge.registry import PredicateEvidence, predicate
 from gpudoctor.model import Outcome, ProbeResult, Report
 from gpudoctor.protocol import REPRODUCER_RUN_ID as RUN_ID
@@ -19,7 +20,7 @@ from gpudoctor.protocol import ReproducerDetail
 # Kinds of cause (instruments.explain.cause_kind) that have their own entry, with its own fix; the rest are the
 # general "the instruments name where your program goes wrong".
 _OWN_ENTRY_KINDS = frozenset({"race", "uninitialized", "misaligned", "host-address", "launch-refused", "sync",
-                              "index-overflow", "stream-race", "sticky"})  # fmt: skip
+                              "index-overflow", "stream-race", "sticky", "no-binary"})  # fmt: skip
 # Calls that read back an error an earlier call already made (CUDA's errors are sticky): the same error seen there is
 # that earlier failure's echo, not a cause of its own.
 _READ_BACK = re.compile(
@@ -65,7 +66,11 @@ def located_causes(report: Report) -> list[tuple[str, str]]:
         errors_seen: set[object] = set()
         for cause in causes:
             kind = str(cause.get("kind"))
-            if kind in ("api-error", "launch-refused"):
+            if kind == "out-of-bounds" and overflow_in_line(str(cause.get("line"))) is not None:
+                kind = "index-overflow"  # recorded before the kind existed: read from the line's figures
+            if kind in ("api-error", "launch-refused") and cause.get("api_error") in _NO_BINARY_ERRORS:
+                kind = "no-binary"
+            if kind in ("api-error", "launch-refused", "no-binary"):
                 if cause.get("api_error") in errors_seen and _READ_BACK.search(str(cause.get("line"))):
                     kind = "sticky"  # read back at a later call: the earlier failure's, said as its consequence
                 errors_seen.add(cause.get("api_error"))
@@ -73,7 +78,7 @@ def located_causes(report: Report) -> list[tuple[str, str]]:
                 if last is not None:
                     found.append((last, f"compute-sanitizer {tool}: {cause.get('line')}"))
                 continue
-            if kind in ("api-error", "launch-refused", "sticky") and not _named_by_failure(cause, words):
+            if kind in ("api-error", "launch-refused", "sticky", "no-binary") and not _named_by_failure(cause, words):
                 last = None
                 continue
             found.append((kind, f"compute-sanitizer {tool}: {cause.get('line')}"))
