@@ -32,10 +32,14 @@ CUOBJDUMP_TIMEOUT_S = 20.0
 
 def source_archs(sources: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
     """Each compiler option in the program's own files that names an arch: file, line, the option's text, archs."""
-    found = []
+    found: list[dict[str, Any]] = []
     for name, text in sources:
         for number, line in enumerate(text.splitlines(), start=1):
+            if line.lstrip().startswith(("#", "//")):
+                continue  # a comment names an arch; it builds nothing
             for match in _OPTION.finditer(line):
+                if any(f["file"] == name and f["text"] == match["text"].strip("'\" ") for f in found):
+                    continue
                 if match["list"]:
                     archs = [f"sm_{a.replace('.', '').replace('+PTX', '')}" for a in re.split(r"[;\s]+", match["list"])
                              if a.strip()]  # fmt: skip

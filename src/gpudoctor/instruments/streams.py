@@ -60,6 +60,12 @@ def _access(lines: list[str], stream: int, own: frozenset[str]) -> StreamAccess:
     )  # fmt: skip
 
 
+def _until_blank(lines: list[str]) -> list[str]:
+    """A stack trace of CSAN's report: up to its blank line (the program's own traceback follows the report)."""
+    end = next((n for n, line in enumerate(lines) if n and (not line.strip() or line.startswith("Traceback"))), None)
+    return lines[:end] if end is not None else lines
+
+
 def parse_races(text: str, own: frozenset[str] = frozenset()) -> list[StreamRace]:
     """Every race CSAN printed in ``text`` (at most MAX_RACES), each access's site among ``own`` files."""
     races: list[StreamRace] = []
@@ -79,7 +85,7 @@ def parse_races(text: str, own: frozenset[str] = frozenset()) -> list[StreamRace
             access=_access(block[first + 1 : second], int(current["stream"]), own),
             previous=_access(block[second + 1 : allocated if allocated is not None else len(block)],
                              int(previous["stream"]), own),
-            allocated_at=_site(block[allocated:], own) if allocated is not None else None,
+            allocated_at=_site(_until_blank(block[allocated:]), own) if allocated is not None else None,
         ))  # fmt: skip
     return races
 
@@ -97,6 +103,9 @@ def _op(access: StreamAccess) -> str:
 
 def describe_race(race: StreamRace) -> str:
     """One sentence: the tensor, the two accesses with their streams and lines, and that nothing orders them."""
-    tensor = f"the tensor allocated at {race.allocated_at}" if race.allocated_at else f"tensor {race.pointer:#x}"
-    return (f"torch's CUDA stream sanitizer: {tensor}: {_op(race.previous)}, then {_op(race.access)}, with no "
+    if race.allocated_at and race.allocated_at == race.previous.site:
+        tensor = "the tensor made there"  # allocated by the op that wrote it: said once, at that op
+    else:
+        tensor = f"the tensor allocated at {race.allocated_at}" if race.allocated_at else f"tensor {race.pointer:#x}"
+    return (f"torch's CUDA stream sanitizer: {_op(race.previous)} ({tensor}), then {_op(race.access)}, with no "
             f"synchronisation between the two streams")  # fmt: skip

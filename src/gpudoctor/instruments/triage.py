@@ -148,12 +148,13 @@ def triage(result: ProbeResult, sources: Iterable[str] = ()) -> FailureClass:
     words = failing_words(result)
     if _FORK.search(text) or (_FORKED_INIT.search(words) and _FORKED.search(text)):
         return FailureClass.PROCESS_MODEL
-    if _MEMORY.search(text):
-        return FailureClass.MEMORY_FAULT
+    # before the memory faults: torch's message for these advises compiling with device-side assertions too
     if _OUT_OF_MEMORY.search(words):
         return FailureClass.OUT_OF_MEMORY
     if _NO_BINARY.search(words):
         return FailureClass.NO_BINARY
+    if _MEMORY.search(text):
+        return FailureClass.MEMORY_FAULT
     if _LAUNCH.search(words):
         return FailureClass.LAUNCH_REFUSED
     if result.outcome is Outcome.CRASH and (result.signal or "") in _HOST_SIGNALS:

@@ -81,7 +81,8 @@ def located_causes(report: Report) -> list[tuple[str, str]]:
             if kind in ("api-error", "launch-refused", "sticky", "no-binary") and not _named_by_failure(cause, words):
                 last = None
                 continue
-            found.append((kind, f"compute-sanitizer {tool}: {cause.get('line')}"))
+            said_by = "" if tool == "torch-stream-sanitizer" else f"compute-sanitizer {tool}: "  # says its own name
+            found.append((kind, f"{said_by}{cause.get('line')}"))
             last = kind
     return found
 
