@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORDED = [ROOT / "tests" / "fixtures" / "h100" / d for d in ("classes", "runs", "verdicts")]
+RECORDED = [ROOT / "tests" / "fixtures" / d for d in ("h100/classes", "h100/runs", "h100/verdicts", "h200x2-ranks")]
 # Findings that blame the stack (MAX, a driver, a package): never right for a program's own fault.
 STACK_BLAME = frozenset({"max-cuda-illegal-address", "gpu-fault-in-the-stack-too", "torch-driver-too-old",
                          "cuda-runtime-newer-than-driver", "control-kernel-fails-too"})  # fmt: skip

@@ -156,3 +156,67 @@ def test_out_of_memory_names_the_process_that_holds_the_rest(tmp_path: Path) -> 
     assert "asked for 20.00 GiB" in evidence and "14.06 GiB was free" in evidence
     assert "a process other than the failing one: pid 8579 held 64.17 GiB" in evidence
     assert "index, stride or bounds" not in problems[0].fix  # not the access template
+
+
+# Issue 49's programs recorded under `gpudoctor run` on an H100 (h100/verdicts; nobinary_* and stream_order_torch
+# re-recorded on an H200 after a fix) and the NCCL ranks on two H200s (h200x2-ranks): the class triage gave each, the
+# one problem that leads, and words its evidence must carry.
+RECORDED = [
+    ("h100/verdicts/barrier_divergent_cupy", "wrong-result", "gpu-divergent-barrier-located",
+     "kernel `block_normalize` reaches a barrier not every thread of its block reaches"),
+    ("h100/verdicts/overflow_index_cupy", "memory-fault", "gpu-index-overflow-located",
+     "2,200,000,000 elements of 1 byte"),
+    ("h100/verdicts/overflow_index_triton", "memory-fault", "gpu-index-overflow-located",
+     "2,200,000,000 elements of 2 bytes"),
+    ("h100/verdicts/oom_other_process", "out-of-memory", "gpu-memory-held-by-another-process",
+     "hold_gpu_memory.py 47.8 900`) held 48.31 GiB"),
+    ("h100/verdicts/oom_own_child", "out-of-memory", "gpu-memory-held-by-own-child",
+     "your program's own process pid"),
+    ("h100/verdicts/nobinary_cudabindings", "no-binary", "gpu-binary-built-for-another-arch",
+     "builds its kernel for sm_80 (`--gpu-architecture=sm_80`); this GPU is sm_90"),
+    ("h100/verdicts/nobinary_extension", "no-binary", "gpu-binary-built-for-another-arch",
+     "`-gencode=arch=compute_80,code=sm_80`"),
+    ("h100/verdicts/stream_order_torch", "wrong-result", "torch-stream-race-located",
+     "aten::tanh writes it on stream"),
+    ("h100/verdicts/pyerror_nameerror", "python-error", "python-error-in-own-code", "pyerror_nameerror.py:7"),
+    ("h200x2-ranks/rank_stuck_in_own_loop", "hang", "program-rank-never-reached-collective",
+     "runs its own code at rank_stuck_in_own_loop.py:17"),
+    ("h200x2-ranks/different_collective_counts", "hang", "program-ranks-in-different-collectives",
+     "the ranks wait in different collectives"),
+    ("h200x2-ranks/worker_crashes", "python-error", "program-worker-process-died", "died of SIGSEGV"),
+]  # fmt: skip
+
+
+def test_every_new_class_recorded_on_the_gpu_gets_one_verdict_of_its_own() -> None:
+    for name, failure_class, lead, words in RECORDED:
+        report = _replayed(ROOT / "tests" / "fixtures" / f"{name}.json")
+        run = report.result("reproducer")
+        assert run is not None and run.details.get("failure_class") == failure_class, name
+        assert _problems(report) == [lead], (name, _problems(report))
+        (finding,) = [f for f in report.findings if f.id == lead]
+        assert words in " ".join(finding.evidence), (name, finding.evidence)
+        assert "index, stride or bounds check" not in finding.fix  # the access template stands for no other class
+    # the divergent barrier's race and the stream race's synchronous pass are said as consequences
+    barrier = _replayed(ROOT / "tests/fixtures/h100/verdicts/barrier_divergent_cupy.json")
+    assert {f.id: f.relation for f in barrier.findings if f.part_of}["gpu-race-located"] is Relation.CONSEQUENCE
+    streams = _replayed(ROOT / "tests/fixtures/h100/verdicts/stream_order_torch.json")
+    consequence = {f.id: f.relation for f in streams.findings if f.part_of}
+    assert consequence["wrong-result-right-when-synchronous"] is Relation.CONSEQUENCE
+    # the two ranks: the hang's deadline came within 1.5x the limit (30 s) on the GPUs too
+    for name in ("rank_stuck_in_own_loop", "different_collective_counts"):
+        run = _replayed(ROOT / f"tests/fixtures/h200x2-ranks/{name}.json").result("reproducer")
+        assert run is not None and run.duration_s <= 45, (name, run.duration_s)
+
+
+def test_over_every_recorded_run_nothing_blames_what_is_not_at_fault() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("verdict_table", ROOT / "scripts" / "verdict_table.py")
+    assert spec is not None and spec.loader is not None
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    rows = table.rows()
+    assert len(rows) >= 40
+    assert [r["program"] for r in rows if r["blames"] != "-"] == []
+    several = [r["program"] for r in rows if isinstance(r["problems"], int) and r["problems"] > 1]
+    assert several == ["runs/numba_oob_write-numpy2.5"]  # numba-cuda broken by NumPy 2.5 beside the program's own

@@ -23,9 +23,8 @@ _OPTION = re.compile(
 )
 _ELF = re.compile(r"ELF file\s+\d+:\s+\S*?\.(sm_\d+[af]?)\.cubin")
 _PTX = re.compile(r"PTX file\s+\d+:\s+\S*?\.(sm_\d+[af]?)\.ptx")
-_INSTALLED = re.compile(
-    r"/(?:site|dist)-packages/(?:torch|nvidia|triton|cupy|cupy_backends|numba|jaxlib|max)/|^/(?:usr/)?lib"
-)
+# Where installed code lives (any package's, the interpreter's, the system's): not the program's own build.
+_INSTALLED = re.compile(r"(?:site|dist)-packages/|/lib-dynload/|^/(?:usr|lib|lib64|bin|sbin|etc)/|/\.pyenv/|/conda/")
 MAX_BINARIES = 8
 CUOBJDUMP_TIMEOUT_S = 20.0
 
@@ -68,7 +67,8 @@ def _listed(tool: str, flag: str, path: str) -> str:
 def own_libraries(mapped: Iterable[str]) -> list[str]:
     """The shared libraries the program had mapped that are its own builds (a torch extension's cache, a build
     folder), not an installed package's or the system's."""
-    return [p for p in mapped if p.endswith(".so") and not _INSTALLED.search(p) and Path(p).is_file()][:MAX_BINARIES]
+    paths = (os.path.expanduser(p) for p in mapped)  # a home folder was redacted to ~ (the same user)
+    return [p for p in paths if p.endswith(".so") and not _INSTALLED.search(p) and Path(p).is_file()][:MAX_BINARIES]
 
 
 def binary_archs(mapped: Iterable[str], env: Mapping[str, str]) -> tuple[list[dict[str, Any]], str | None]:

@@ -251,7 +251,11 @@ def reproducer_hangs_on_host(report: Report) -> list[PredicateEvidence]:
     seen = _deadline(result)
     lines = []
     if seen.get("debugger") and not seen.get("kernels"):
-        lines.append(f"{seen.get('debugger')} attached at the deadline: no kernel running on the GPU")
+        family = result.details.get(ReproducerDetail.PROCESSES)
+        several = isinstance(family, dict) and len(family.get("processes") or ()) > 1
+        lines.append(f"{seen.get('debugger')} attached at the deadline: no kernel running"
+                     + (" in the command's own process (its other processes were not attached)" if several
+                        else " on the GPU"))  # fmt: skip
     lines += _waits_at(result)
     if result.native is not None and result.native.frames:
         first = result.native.frames[0]
