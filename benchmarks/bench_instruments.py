@@ -18,13 +18,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-TOOLS = ("synchronous", "memcheck", "initcheck", "racecheck", "synccheck")
+TOOLS = ("synchronous", "memcheck", "initcheck", "racecheck", "synccheck", "torch-stream-sanitizer")
 
 
 def main(paths: list[Path]) -> None:
     """One line per report: its class of failure, the program's own seconds, each instrument's, the reruns against
     the program's own run, the controls' seconds; a hang shows that it was examined at its deadline, not rerun."""
-    heads = " ".join(f"{'sync' if t == 'synchronous' else t:>9}" for t in TOOLS)
+    heads = " ".join(f"{'sync' if t == 'synchronous' else 'csan' if t.startswith('torch') else t:>9}" for t in TOOLS)
     print(f"{'program':<26} {'class':<14} {'outcome':>7} {'own s':>7} {heads} {'reruns/own':>10} {'controls s':>10}")
     for path in paths:
         report = json.loads(path.read_text())

@@ -85,6 +85,11 @@ def test_one_table_from_class_to_experiments() -> None:
     assert experiments(FailureClass.WRONG_RESULT, torch_program)[-1] is Instrument.TORCH_STREAMS
     assert experiments(FailureClass.PASSED, torch_program)[-1] is Instrument.TORCH_STREAMS
     assert Instrument.TORCH_STREAMS not in experiments(FailureClass.WRONG_RESULT, ["import cupy as cp\n"])
+    # torch's own tensors and no kernel of the program's: the synchronous rerun and torch's stream sanitizer only
+    assert experiments(FailureClass.WRONG_RESULT, torch_program) == (Instrument.SYNCHRONOUS, Instrument.TORCH_STREAMS)
+    own_kernel = ["import torch, triton\n@triton.jit\ndef k(x): pass\n"]
+    assert experiments(FailureClass.WRONG_RESULT, own_kernel) == (*EXPERIMENTS[FailureClass.WRONG_RESULT],
+                                                                  Instrument.TORCH_STREAMS)  # fmt: skip
     assert experiments(FailureClass.MEMORY_FAULT, torch_program) == EXPERIMENTS[FailureClass.MEMORY_FAULT]
 
 

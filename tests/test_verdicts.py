@@ -220,3 +220,39 @@ def test_over_every_recorded_run_nothing_blames_what_is_not_at_fault() -> None:
     assert [r["program"] for r in rows if r["blames"] != "-"] == []
     several = [r["program"] for r in rows if isinstance(r["problems"], int) and r["problems"] > 1]
     assert several == ["runs/numba_oob_write-numpy2.5"]  # numba-cuda broken by NumPy 2.5 beside the program's own
+
+
+RAW = ROOT / "tests" / "fixtures" / "h100" / "verdicts" / "raw"
+
+
+def test_the_tools_own_output_as_the_h100_printed_it_is_read() -> None:
+    from gpudoctor.instruments import binaries
+    from gpudoctor.instruments.streams import describe_race, parse_races
+
+    # torch's stream sanitizer on stream_order_torch.py (TORCH_CUDA_SANITIZER=1)
+    (race,) = parse_races((RAW / "stream_order_torch" / "torch-cuda-sanitizer.txt").read_text(),
+                          frozenset({"stream_order_torch.py"}))  # fmt: skip
+    assert race.previous.operator.startswith("aten::tanh") and race.previous.writes
+    assert race.previous.site == "stream_order_torch.py:16: `h = torch.tanh(h @ w)`"
+    assert race.access.operator.startswith("aten::sum") and not race.access.writes
+    assert race.access.site == "stream_order_torch.py:21: `return features.sum(dim=1)`"
+    assert race.allocated_at == race.previous.site  # its trace ends before the program's own traceback
+    assert race.access.stream != race.previous.stream
+    assert "with no synchronisation between the two streams" in describe_race(race)
+    # cuobjdump on the extension built for sm_80 only, and on the NVRTC cubin
+    listed = (RAW / "nobinary_extension" / "cuobjdump-list-elf.txt").read_text()
+    assert binaries._ELF.findall(listed) == ["sm_80"]
+    assert binaries._PTX.findall((RAW / "nobinary_extension" / "cuobjdump-list-ptx.txt").read_text()) == []
+    assert binaries._ELF.findall((RAW / "nobinary_cudabindings" / "cuobjdump-list-elf.txt").read_text()) == ["sm_80"]
+    # the programs' own options, comments left out
+    programs = ROOT / "tests" / "faulty_programs"
+    found = binaries.source_archs([(n, (programs / n).read_text()) for n in ("nobinary_cudabindings.py",
+                                                                          "nobinary_extension.py")])  # fmt: skip
+    assert [(f["file"], f["text"], f["archs"]) for f in found] == [
+        ("nobinary_cudabindings.py", "--gpu-architecture=sm_80", ["sm_80"]),
+        ("nobinary_extension.py", "-gencode=arch=compute_80,code=sm_80", ["sm_80"]),
+    ]
+    # an installed package's library is nobody's own build; a torch extension's cache is
+    mapped = ["/opt/v/lib/python3.12/site-packages/numpy.libs/libopenblas.so", "/usr/lib/x86_64-linux-gnu/libc.so.6",
+              str(ROOT / "tests" / "fixtures" / "no-such-ext.so")]  # fmt: skip
+    assert binaries.own_libraries(mapped) == []  # the one own path does not exist here

@@ -65,7 +65,12 @@ def experiments(failure: FailureClass, sources: Iterable[str] = ()) -> tuple[Ins
     """The class's experiments (EXPERIMENTS), and torch's stream sanitizer after them for a torch program whose
     result is in question (a failed check, or `run --sanitize` on one that passed)."""
     wanted = EXPERIMENTS[failure]
-    if failure in _TORCH_STREAMS_FOR and any(_TORCH_PROGRAM.search(text) for text in sources):
+    texts = list(sources)
+    if failure is FailureClass.WRONG_RESULT and not launches_own_kernels(texts):
+        # a torch program's own tensors, no kernel of its own: compute-sanitizer's tools would watch torch's kernels
+        # (racecheck alone ran 120 s on one, finding nothing); whether it is right when launches wait decides
+        wanted = (Instrument.SYNCHRONOUS,)
+    if failure in _TORCH_STREAMS_FOR and any(_TORCH_PROGRAM.search(text) for text in texts):
         wanted = (*wanted, Instrument.TORCH_STREAMS)
     return wanted
 

@@ -165,10 +165,15 @@ def findings_text(report: Report) -> Text:
         return Text("no known issue matched this run")
     text = Text()
     for finding in report.findings:
+        if finding.part_of is not None:
+            continue  # said inside the finding it supports or follows from (knowledge.verdict)
         text.append(f"{finding.severity}: ", style="bold red" if finding.is_problem else "bold")
         text.append(safe_text(finding.title) + "\n", style="bold")
-        for evidence in finding.evidence:
+        supports, follows = report.parts_of(finding)
+        for evidence in dict.fromkeys([*finding.evidence, *(e for f in supports for e in f.evidence)]):
             text.append("  evidence: " + safe_text(evidence) + "\n")
+        for consequence in follows:
+            text.append("  consequence: " + safe_text(consequence.title) + "\n")
         text.append(safe_text(finding.explanation) + "\n")
         text.append("fix: ", style="bold green")
         text.append(safe_text(finding.fix) + "\n")
