@@ -256,3 +256,12 @@ def test_the_tools_own_output_as_the_h100_printed_it_is_read() -> None:
     mapped = ["/opt/v/lib/python3.12/site-packages/numpy.libs/libopenblas.so", "/usr/lib/x86_64-linux-gnu/libc.so.6",
               str(ROOT / "tests" / "fixtures" / "no-such-ext.so")]  # fmt: skip
     assert binaries.own_libraries(mapped) == []  # the one own path does not exist here
+
+
+def test_explain_opens_with_its_header_and_the_verdict_not_this_machines_inventory(tmp_path: Path) -> None:
+    log = tmp_path / "oom.log"
+    log.write_text(TORCH_OOM)
+    lines = run_cli("explain", str(log), timeout=120).stdout.splitlines()
+    assert lines[0].endswith("· explain: oom.log")
+    assert lines[1].startswith("read on this machine: its GPU and packages are not the log's")
+    assert lines[4].startswith("  problem: Out of GPU memory while another process holds most of it")

@@ -66,8 +66,9 @@ def header_lines(report: Report, result: ProbeResult) -> list[str]:
     """What was examined, where, and which packages its failure involves: three lines."""
     packages = involved_packages(report, result)
     if result.id == LOG_RUN_ID:
-        named = ", ".join(p.split()[0] for p in packages) or "none this machine has"
-        return [f"gpudoctor {report.doctor_version} · explain: {result.command or 'a log'}",
+        named = ", ".join(p.split()[0] for p in packages) or "none"
+        log = (result.command or "a log").removeprefix("gpudoctor explain ")
+        return [f"gpudoctor {report.doctor_version} · explain: {log}",
                 "read on this machine: its GPU and packages are not the log's (--json has this machine's inventory)",
                 f"packages the log's paths name: {named}"]  # fmt: skip
     return [f"gpudoctor {report.doctor_version} · run: {result.command or '?'}",
