@@ -1,7 +1,7 @@
 """Watching for the launchers the checks wrap — MAX's torch bridge (``max.experimental.torch``, ``max.torch`` before
-MAX 26.2) and cuda.core: a meta-path finder lets the import run, then hands the module to a callback; a program that
-never imports them meets nothing else. Standard library only and nothing imported at start: the start-up hook loads
-this file by its path."""
+MAX 26.2), cuda.core, Triton and CuPy: a meta-path finder lets the import run, then hands the module to a callback; a
+program that never imports them meets nothing else. Standard library only and nothing imported at start: the
+start-up hook loads this file by its path."""
 
 import sys
 
@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # nothing more at start: importlib.abc alone pulls pathlib, t
 
 BRIDGES = ("max.experimental.torch", "max.torch")
 LAUNCHERS = ("cuda.core", "cuda.core.experimental")
+# the kernel languages whose launches are checked (calls.launch_wrap): each module, and what it has once imported
+FRAMEWORKS = (("triton", "jit"), ("cupy", "RawKernel"))
 
 
 class AfterBridge:

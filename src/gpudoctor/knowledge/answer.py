@@ -37,12 +37,30 @@ class Answer:
     experiment: str  # a command to copy
     component_id: str | None = None  # the vocabulary's (or a toolchain's) id; "package:NAME", "own" or None
     caller: str | None = None  # who called the component, where the text shows another: "numba-cuda", "your program"
+    said: str | None = None  # the tool's own statement of the cause or the remedy, in its error line
 
     def line(self) -> str:
         """The answer as one evidence line's words (after the run's id and outcome)."""
         called = f", called from {self.caller}" if self.caller else ""
         during = f"during {self.phase}: {self.means}"
-        return f"{self.component}{called}; {during}; {self.requirements}; next: {self.experiment}"
+        own = f'; it says itself: "{self.said}"' if self.said else ""
+        return f"{self.component}{called}{own}; {during}; {self.requirements}; next: {self.experiment}"
+
+
+MAX_SAID = 240
+
+
+def statement(text: str, vocabulary: Vocabulary) -> str | None:
+    """The last statement of a cause or a remedy the text's own error lines make (vocabulary's ``statement``), as the
+    tool printed it (trimmed)."""
+    found = None
+    for line in text.splitlines()[-2000:]:
+        for pattern in vocabulary.statements:
+            if (match := pattern.search(line)) is not None:
+                found = match["said"].strip().lstrip("#").strip()
+    if found is None:
+        return None
+    return found if len(found) <= MAX_SAID else found[: MAX_SAID - 1] + "…"
 
 
 def _installed(environment: Environment, names: tuple[str, ...]) -> tuple[str, str] | None:
@@ -177,4 +195,5 @@ def answer(result: ProbeResult, text: str, environment: Environment, knowledge: 
     caller = reading.caller
     if caller is None and reading.own_frame is not None and component_id != "own":
         caller = f"your program ({reading.own_frame[0]}:{reading.own_frame[1]})"
-    return Answer(component, phase_words, means, requirements_of(dist, environment), experiment, component_id, caller)
+    return Answer(component, phase_words, means, requirements_of(dist, environment), experiment, component_id, caller,
+                  statement(text, vocabulary))  # fmt: skip

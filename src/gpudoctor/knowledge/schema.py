@@ -141,6 +141,13 @@ class WordShape:
 
 
 @dataclass(frozen=True)
+class StatementShape:
+    pattern: str
+    source: str
+    text: str
+
+
+@dataclass(frozen=True)
 class KindShape:
     id: str
     means: str
@@ -160,6 +167,7 @@ class VocabularyShape:
     mark: tuple[MarkShape, ...] = ()
     word: tuple[WordShape, ...] = ()
     kind: tuple[KindShape, ...] = ()
+    statement: tuple[StatementShape, ...] = ()
 
 
 def convert(data: dict[str, Any]) -> FileShape:

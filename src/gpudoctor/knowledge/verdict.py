@@ -49,7 +49,9 @@ def one_verdict(report: Report, findings: Sequence[Finding], knowledge: Knowledg
     causes = [f for f in on_run if role[f.id] is Role.CAUSE]
     # a cause another cause here names as its consequence does not lead, whatever the order of the files
     leaders = [c for c in causes if not any(_named(c, follows[o.id]) for o in causes if o is not c)]
-    ranked = leaders or causes or on_run
+    # no cause: a general reading of this failure (the instruments' "where", a mechanism) leads, and what public
+    # reports found for the same error is its evidence; with nothing else, what they found leads
+    ranked = leaders or causes or [f for f in on_run if role[f.id] is not Role.SUPPORT] or on_run
     if not ranked:
         return tuple(findings)
     lead = ranked[0]
@@ -60,8 +62,8 @@ def one_verdict(report: Report, findings: Sequence[Finding], knowledge: Knowledg
         owner = next((c for c in [lead, *leaders] if c is not finding and _named(finding, follows[c.id])), None)
         if owner is not None:
             folded[finding.id] = (owner.id, Relation.CONSEQUENCE)
-        elif role[finding.id] is Role.SYMPTOM:
-            folded[finding.id] = (lead.id, Relation.EVIDENCE)
+        elif role[finding.id] in (Role.SYMPTOM, Role.SUPPORT):
+            folded[finding.id] = (lead.id, Relation.EVIDENCE)  # the text read by a general rule; what others found
         # a cause that nothing names as a consequence: a second, independent cause, a problem of its own
     for finding in findings:
         if finding is lead or finding.id in folded:

@@ -95,6 +95,9 @@ class Vocabulary:
     marks: tuple[Mark, ...]
     words: tuple[Word, ...]
     kinds: dict[str, Kind]
+    # how a tool states a cause or a remedy in its own error line ("only applicable on", "requires", "use ...
+    # instead", "Please set ..."): each pattern's group "said" is the statement
+    statements: tuple[re.Pattern[str], ...] = ()
 
 
 @functools.cache
@@ -213,4 +216,14 @@ def _vocabulary(path: Path, shape: VocabularyShape) -> Vocabulary:
         words.append(Word(word.phase, _compiled(where, word.pattern)))
     groups = frozenset(g for m in marks for g in m.pattern.groupindex)  # a code's groups fill the kind it means
     kinds = {k.id: _kind(f"{path}: kind #{n + 1} ({k.id})", k, phase_ids, groups) for n, k in enumerate(shape.kind)}
-    return Vocabulary(phases, components, tuple(marks), tuple(words), kinds)
+    statements = []
+    for n, statement in enumerate(shape.statement):
+        where = f"{path}: statement #{n + 1}"
+        _sourced(where, statement.source, statement.text)
+        compiled = _compiled(where, statement.pattern)
+        if "said" not in compiled.groupindex:
+            raise GpuDoctorError(f"{where}: field 'pattern' needs a group named 'said' (the statement)")
+        if not compiled.search(statement.text):
+            raise GpuDoctorError(f"{where}: field 'pattern' does not match its own 'text'")
+        statements.append(compiled)
+    return Vocabulary(phases, components, tuple(marks), tuple(words), kinds, tuple(statements))

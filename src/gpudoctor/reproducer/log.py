@@ -21,7 +21,14 @@ KEPT_BYTES = 256 * 1024  # what the knowledge reads of it: the windows around it
 WINDOW_LINES = 30
 _ERROR_LINE = re.compile(
     r"Traceback \(most recent call last\)|(?:Error|Exception)\b|\b[Ee]rror\b|\b[Ff]atal\b|FAILED|Segmentation fault|"
-    r"Aborted|Assertion|CUDA_ERROR_|cudaError|core dumped"
+    r"Aborted|Assertion|CUDA_ERROR_|cudaError|core dumped|"
+    # failures in their own tools' words, with no "error" in the line (issue 51): compute-sanitizer's records, the
+    # kernel log's Xid and GSP lines, a driver module that would not load, a compiler's constraint or crash, a build
+    r"Invalid __(?:global|shared|local)__ (?:read|write|atomic)|Uninitialized __global__ memory|Race reported between|"
+    r"Barrier error detected|NVRM: Xid|\bXid \(PCI|GSP[\w -]*(?:timeout|error|fault|crash|failed)|cannot proceed with|"
+    r"RmInitAdapter failed|"
+    r"init module failed|NVRM: .*failed|constraint failed|crashed! Please file a bug report|ninja: build stopped|"
+    r"make(?:\[\d+\])?: \*\*\*|subprocess-exited-with-error|undefined reference to|collect2: .*returned"
 )
 
 

@@ -1,7 +1,7 @@
 """Put first on PYTHONPATH by `gpudoctor run` (GPUDOCTOR_CALL_CHECKS=record) or by you (=warn, =raise; see
-docs/call-checks.md): when the program imports MAX's torch bridge (or cuda.core), and only then, gpudoctor.calls wraps
-its custom ops (its launch) so that each call is checked before it proceeds. Then it hands over to the program's own
-sitecustomize.
+docs/call-checks.md): when the program imports MAX's torch bridge (or cuda.core, Triton, CuPy), and only then,
+gpudoctor.calls wraps its custom ops (its launches) so that each call is checked before it proceeds. Then it hands
+over to the program's own sitecustomize.
 Standard library only: at start it reads one variable and, when the checks are on, leaves a meta-path finder."""
 
 import os
@@ -36,17 +36,21 @@ def _say(what: str) -> None:
 
 def _checks_on(launcher: "ModuleType") -> None:
     """Import gpudoctor's checks (from this folder's own tree, which an interpreter without gpudoctor lacks) and
-    wrap what the launcher's module calls; the tree leaves sys.path again at once."""
+    wrap what the launcher's module calls (Triton's and CuPy's kernels: calls.launch_wrap); the tree leaves sys.path
+    again at once."""
     try:
         added = _ROOT not in sys.path
         if added:
             sys.path.insert(0, _ROOT)
+        kernels = launcher.__name__ in ("triton", "cupy")  # their kernels' launches, not MAX's or cuda.core's
         try:
-            from gpudoctor.calls import wrap
+            import importlib
+
+            checks = importlib.import_module("gpudoctor.calls.launch_wrap" if kernels else "gpudoctor.calls.wrap")
         finally:
             if added:
                 sys.path.remove(_ROOT)
-        wrap.install(launcher)
+        (checks.install_launches if kernels else checks.install)(launcher)
     except Exception as error:
         _say(f"gpudoctor's call checks could not start ({type(error).__name__}: {error}): no call is checked")
 
@@ -67,6 +71,8 @@ def _watch() -> None:
         SourceFileLoader(name, path).exec_module(bridge)
     bridge.watch(_checks_on)
     bridge.watch(_checks_on, bridge.LAUNCHERS, "launch")
+    for name, attribute in bridge.FRAMEWORKS:
+        bridge.watch(_checks_on, (name,), attribute)
 
 
 if os.environ.get("GPUDOCTOR_CALL_CHECKS", "").strip().lower() in _MODES:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpudoctor.knowledge.checks.launch_arguments import is_launch
 from gpudoctor.knowledge.registry import PredicateEvidence, predicate
 from gpudoctor.model import Device, Outcome, ProbeResult, Report
 from gpudoctor.protocol import REPRODUCER_RUN_ID as RUN_ID
@@ -36,7 +37,7 @@ def reproducer_call_mismatch(report: Report) -> list[PredicateEvidence]:
     if found is None:
         return []
     result, checks = found
-    mismatches = [m for m in _mismatches(checks) if m.get("kind") != HOST_POINTER]
+    mismatches = [m for m in _mismatches(checks) if m.get("kind") != HOST_POINTER and not is_launch(m)]
     if not mismatches:
         return []
     # the call the program failed or crashed at first: its frames name that line

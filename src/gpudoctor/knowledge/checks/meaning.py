@@ -299,3 +299,24 @@ def reproducer_error_read_back(report: Report) -> list[PredicateEvidence]:
     """The same CUDA error read back at a later call (cudaGetLastError, a synchronisation): an echo."""
     return [(f"{line} — read back after the earlier call failed: its echo, not a second fault", run)
             for line, run in of_kinds(report, frozenset({"sticky"}))]  # fmt: skip
+
+
+@predicate("same_error_in_public_reports")
+def same_error_in_public_reports(report: Report) -> list[PredicateEvidence]:
+    """The public reports (knowledge.public) whose error is the same as the failing run's, closest first, each
+    with what caused it and what fixed it."""
+    result = _run(report)
+    if result is None or not result.outcome.is_problem:
+        return []
+    from gpudoctor.knowledge.match import searchable
+    from gpudoctor.knowledge.public import SHOWN, error_lines, load_corpus, said
+
+    lines = error_lines(searchable(result))
+    if not lines:
+        return []
+    nearest = load_corpus().nearest(lines)
+    if not nearest:
+        return []
+    head = f"the same error in {len(nearest)} public report{'s' if len(nearest) > 1 else ''}, closest first"
+    evidence: list[PredicateEvidence] = [(head, result.id)]
+    return evidence + [(f"{said(found)} — {found.url}", result.id) for _, found in nearest[:SHOWN]]

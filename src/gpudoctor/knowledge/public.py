@@ -1,0 +1,143 @@
+"""What public reports already found for the same error: the corpus of resolved threads in ``public_reports/*.toml``
+(each with its error lines, the cause and the fix in our words, its address), matched against a failure's own error
+lines by their signature — as crash-grouping tools fingerprint an error: numbers, addresses, hex, paths and versions
+normalised away, the words weighted by how rare they are in the corpus (a word every CUDA error carries tells nothing).
+
+Loaded lazily, once per process, only for a failing run's text; pure otherwise.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpudoctor.tomlcheck import read_toml
+
+FOLDER = Path(__file__).with_name("public_reports")
+MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_TEXT_LINES = 4000  # a log's lines read for its error lines (its end: where a failure is printed)
+# How alike two signatures must be to call them the same error, and how many shared rare words that takes: a
+# report whose error only shares "RuntimeError: CUDA error" is not the same error.
+SAME_ERROR = 0.55
+MIN_SHARED = 3
+SHOWN = 5
+
+_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{12,}\b")
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~+-]*[/\\])+([\w.+-]+)")
+_VERSION = re.compile(r"\b\d+(?:\.\d+){1,3}[\w.+-]*")
+_NUMBER = re.compile(r"\b\d+\b")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]+")
+# Error lines of a text: an exception, a tool's error or fatal line, a failed assertion, a status name.
+_ERROR_LINE = re.compile(
+    r"(?:^|\s)(?:[\w.]+(?:Error|Exception|Fault)\b|error\b|fatal\b|FAILED|failed|Assertion|CUDA_ERROR_\w+|"
+    r"cudaError\w+|NCCL WARN|Xid|undefined symbol|not found|Segmentation fault|core dumped|Killed)",
+    re.IGNORECASE,
+)
+_STOP = frozenset({"the", "and", "for", "with", "from", "this", "that", "line", "file", "error", "call", "last", "most",
+                   "recent", "traceback", "in", "of", "to", "is", "at", "on", "py", "self", "return"})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PublicReport:
+    source: str
+    url: str
+    date: str
+    stack: str
+    error: str
+    cause: str
+    fix: str
+    resolved: str
+    versions: str = ""
+
+
+def signature(lines: Iterable[str]) -> list[str]:
+    """The words of error lines with what varies between two reports of one error taken out: hex, numbers, versions,
+    folders of paths (a file's name stays), case."""
+    words: list[str] = []
+    for line in lines:
+        text = _HEX.sub(" ", line)
+        text = _PATH.sub(lambda m: " " + m[1] + " ", text)
+        text = _VERSION.sub(" ", text)
+        text = _NUMBER.sub(" ", text)
+        words += [w.lower() for w in _WORD.findall(text) if w.lower() not in _STOP]
+    return words
+
+
+def error_lines(text: str) -> list[str]:
+    """The lines of a failure's text that say what failed (its last MAX_TEXT_LINES lines read)."""
+    lines = text.splitlines()[-MAX_TEXT_LINES:]
+    found = [line.strip() for line in lines if _ERROR_LINE.search(line) and not line.lstrip().startswith("File ")]
+    return list(dict.fromkeys(line[:400] for line in found if line))[-24:]
+
+
+@dataclass(frozen=True)
+class Corpus:
+    reports: tuple[PublicReport, ...]
+    vectors: tuple[dict[str, float], ...]
+    idf: dict[str, float]
+
+    def vector(self, words: Sequence[str]) -> dict[str, float]:
+        counts = Counter(words)
+        weights = {w: (1 + math.log(n)) * self.idf.get(w, self.rare) for w, n in counts.items()}
+        norm = math.sqrt(sum(v * v for v in weights.values())) or 1.0
+        return {w: v / norm for w, v in weights.items()}
+
+    @property
+    def rare(self) -> float:
+        """The weight of a word no report has (as rare as a word can be)."""
+        return math.log(1 + len(self.reports))
+
+    def nearest(self, lines: Sequence[str], leave_out: int | None = None) -> list[tuple[float, PublicReport]]:
+        """The reports whose error is the same as ``lines``' (SAME_ERROR and MIN_SHARED rare words), closest first,
+        the newer first among equally close ones."""
+        query = self.vector(signature(lines))
+        found = []
+        for n, (report, vector) in enumerate(zip(self.reports, self.vectors, strict=True)):
+            if n == leave_out:
+                continue
+            shared = [w for w in query if w in vector and self.idf.get(w, 0) > 1.0]
+            if len(shared) < MIN_SHARED:
+                continue
+            score = sum(query[w] * vector[w] for w in query if w in vector)
+            if score >= SAME_ERROR:
+                found.append((round(score, 3), report))
+        return sorted(found, key=lambda item: (-item[0], _newest_first(item[1].date)))
+
+
+def _newest_first(date: str) -> str:
+    return "".join(chr(255 - ord(c)) for c in date)
+
+
+def _reports(path: Path) -> list[PublicReport]:
+    data = read_toml(path, MAX_FILE_BYTES)
+    found = []
+    for item in data.get("report", []):
+        if not isinstance(item, dict) or not isinstance(item.get("error"), str) or not item.get("source"):
+            continue
+        found.append(PublicReport(**{k: str(item.get(k, "")) for k in (
+            "source", "url", "date", "stack", "error", "cause", "fix", "resolved", "versions")}))  # fmt: skip
+    return found
+
+
+@functools.cache
+def load_corpus(folder: Path = FOLDER) -> Corpus:
+    """Every report of the folder's TOML files, with its signature's weights (read once per process)."""
+    reports = [r for path in sorted(folder.glob("*.toml")) for r in _reports(path)]
+    reports = list({r.source: r for r in reports}.values())  # one entry per thread
+    signatures = [signature(r.error.splitlines()) for r in reports]
+    documents = Counter(w for words in signatures for w in set(words))
+    idf = {w: math.log(1 + len(reports) / n) for w, n in documents.items()}
+    corpus = Corpus(tuple(reports), (), idf)
+    return Corpus(corpus.reports, tuple(corpus.vector(words) for words in signatures), idf)
+
+
+def said(report: PublicReport) -> str:
+    """One line: the thread, when, how it ended, the cause and the fix, in our words."""
+    cause = report.cause if report.cause and report.cause != "not established" else "no cause established"
+    fix = f"; fixed by {report.fix}" if report.fix and report.fix != "none given" else ""
+    return f"{report.source} ({report.date or 'undated'}, {report.resolved or 'open'}): the cause was {cause}{fix}"
