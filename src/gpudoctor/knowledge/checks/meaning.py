@@ -308,10 +308,10 @@ def same_error_in_public_reports(report: Report) -> list[PredicateEvidence]:
     result = _run(report)
     if result is None or not result.outcome.is_problem:
         return []
-    from gpudoctor.knowledge.match import searchable
     from gpudoctor.knowledge.public import SHOWN, error_lines, load_corpus, said
 
-    lines = error_lines(searchable(result))
+    said_by_run = (result.summary, result.exception_type or "", result.message or "", result.stderr_tail or "")
+    lines = error_lines("\n".join(said_by_run))
     if not lines:
         return []
     nearest = load_corpus().nearest(lines)
