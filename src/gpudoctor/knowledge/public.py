@@ -8,15 +8,21 @@ Loaded lazily, once per process, only for a failing run's text; pure otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
+import json
 import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from gpudoctor.tomlcheck import read_toml
+from gpudoctor.memo import Memo
+from gpudoctor.textfile import read_text
+from gpudoctor.tomlcheck import parse_toml
 
 FOLDER = Path(__file__).with_name("public_reports")
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -53,6 +59,11 @@ class PublicReport:
     fix: str
     resolved: str
     versions: str = ""
+
+    @property
+    def established(self) -> bool:
+        """Whether its thread found a cause (an open thread with a guess is the same error, not an answer)."""
+        return self.resolved in ("fixed", "workaround", "explained") and not self.cause.startswith("not established")
 
 
 def signature(lines: Iterable[str]) -> list[str]:
@@ -106,28 +117,44 @@ class Corpus:
             score = sum(query[w] * vector[w] for w in query if w in vector)
             if score >= SAME_ERROR:
                 found.append((round(score, 3), report))
-        return sorted(found, key=lambda item: (-item[0], _newest_first(item[1].date)))
+        return sorted(found, key=lambda item: (not item[1].established, -item[0], _newest_first(item[1].date)))
 
 
 def _newest_first(date: str) -> str:
     return "".join(chr(255 - ord(c)) for c in date)
 
 
-def _reports(path: Path) -> list[PublicReport]:
-    data = read_toml(path, MAX_FILE_BYTES)
+_FIELDS = ("source", "url", "date", "stack", "error", "cause", "fix", "resolved", "versions")
+# The files as parsed, keyed by their texts' hashes: a warm run reads JSON, not ~1,000 TOML tables.
+PARSED = Memo("public-reports", limit=2)
+
+
+def _items(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    texts = [read_text(path, MAX_FILE_BYTES) for path in paths]
+    key = [hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() for text in texts]
+    kept = PARSED.get(key)
+    if isinstance(kept, list):
+        return kept
+    items = [item for path, text in zip(paths, texts, strict=True)
+             for item in parse_toml(path, text).get("report", [])]  # fmt: skip
+    with contextlib.suppress(TypeError, ValueError):
+        PARSED.put(key, json.loads(json.dumps(items)))
+    return items
+
+
+def _reports(items: Iterable[Any]) -> list[PublicReport]:
     found = []
-    for item in data.get("report", []):
+    for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("error"), str) or not item.get("source"):
             continue
-        found.append(PublicReport(**{k: str(item.get(k, "")) for k in (
-            "source", "url", "date", "stack", "error", "cause", "fix", "resolved", "versions")}))  # fmt: skip
+        found.append(PublicReport(**{k: str(item.get(k, "")) for k in _FIELDS}))
     return found
 
 
 @functools.cache
 def load_corpus(folder: Path = FOLDER) -> Corpus:
     """Every report of the folder's TOML files, with its signature's weights (read once per process)."""
-    reports = [r for path in sorted(folder.glob("*.toml")) for r in _reports(path)]
+    reports = _reports(_items(sorted(folder.glob("*.toml"))))
     reports = list({r.source: r for r in reports}.values())  # one entry per thread
     signatures = [signature(r.error.splitlines()) for r in reports]
     documents = Counter(w for words in signatures for w in set(words))

@@ -315,8 +315,10 @@ def same_error_in_public_reports(report: Report) -> list[PredicateEvidence]:
     if not lines:
         return []
     nearest = load_corpus().nearest(lines)
-    if not nearest:
-        return []
-    head = f"the same error in {len(nearest)} public report{'s' if len(nearest) > 1 else ''}, closest first"
+    answered = [found for _, found in nearest if found.established]
+    if not answered:
+        return []  # the same error, and nobody found why: no answer to give
+    head = (f"the same error in {len(nearest)} public report{'s' if len(nearest) > 1 else ''}; {len(answered)} "
+            f"found the cause (closest first)")  # fmt: skip
     evidence: list[PredicateEvidence] = [(head, result.id)]
-    return evidence + [(f"{said(found)} — {found.url}", result.id) for _, found in nearest[:SHOWN]]
+    return evidence + [(f"{said(found)} — {found.url}", result.id) for found in answered[:SHOWN]]

@@ -1,0 +1,115 @@
+"""The public-reports corpus and its matcher (knowledge.public, issue 51): how long the corpus takes to load and a
+2,000-line log to be explained, and a leave-one-out measure — each report's error matched against the corpus with
+its own thread left out: how often some other report has the same error, and how often the nearest one's cause is
+the same (by the words of the two causes: a proxy, printed beside a sample to judge by hand).
+
+    .venv/bin/python benchmarks/bench_public_reports.py            # figures
+    .venv/bin/python benchmarks/bench_public_reports.py --sample 30 # and 30 nearest pairs to judge by hand
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from gpudoctor.knowledge.public import FOLDER, Corpus, load_corpus, signature
+
+ROOT = Path(__file__).resolve().parents[1]
+SAME_CAUSE = (
+    0.30  # cosine of the two causes' rare words at or above which the nearest report's cause counts as the same
+)
+
+
+def _cause_vectors(corpus: Corpus) -> list[dict[str, float]]:
+    words = [signature([r.cause]) for r in corpus.reports]
+    documents = Counter(w for ws in words for w in set(ws))
+    idf = {w: math.log(1 + len(words) / n) for w, n in documents.items()}
+    vectors = []
+    for ws in words:
+        weights = {w: (1 + math.log(n)) * idf[w] for w, n in Counter(ws).items()}
+        norm = math.sqrt(sum(v * v for v in weights.values())) or 1.0
+        vectors.append({w: v / norm for w, v in weights.items()})
+    return vectors
+
+
+def leave_one_out(corpus: Corpus, sample: int) -> None:
+    causes = _cause_vectors(corpus)
+    index = {id(r): n for n, r in enumerate(corpus.reports)}
+    established = [n for n, r in enumerate(corpus.reports) if r.resolved != "open" and r.cause != "not established"]
+    matched = agreed = 0
+    pairs = []
+    for n in established:
+        report = corpus.reports[n]
+        nearest = corpus.nearest(report.error.splitlines(), leave_out=n)
+        nearest = [(s, r) for s, r in nearest if r.source != report.source]
+        if not nearest:
+            continue
+        matched += 1
+        score, other = nearest[0]
+        m = index[id(other)]
+        same = sum(v * causes[m].get(w, 0.0) for w, v in causes[n].items())
+        agreed += same >= SAME_CAUSE
+        pairs.append((report, other, score, same))
+    total = len(established)
+    print(f"leave-one-out over {total} reports with an established cause (of {len(corpus.reports)}):")
+    print(f"  some other report has the same error: {matched} ({matched / max(total, 1):.0%})")
+    print(f"  the nearest one's cause is the same (cause words' cosine >= {SAME_CAUSE}): {agreed} "
+          f"({agreed / max(total, 1):.0%} of all, {agreed / max(matched, 1):.0%} of those matched)")  # fmt: skip
+    for report, other, score, same in random.Random(7).sample(pairs, min(sample, len(pairs))):
+        print(f"\n- {report.source} [{report.stack}] error: {report.error.strip().splitlines()[-1][:160]}")
+        print(f"  cause: {report.cause[:200]}")
+        print(f"  nearest {other.source} (score {score}, cause words {same:.2f}): {other.cause[:200]}")
+
+
+def explain_cost(runs: int) -> None:
+    """`gpudoctor explain` of a 2,000-line log (a build log's noise around a real error of the corpus)."""
+    corpus = load_corpus()
+    error = corpus.reports[len(corpus.reports) // 2].error.strip()
+    noise = [f"  Downloading package-{n}.whl ({n % 97} kB)" if n % 3 else f"[{n}/2000] compiling object {n}.o"
+             for n in range(1990)]  # fmt: skip
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "build.log"
+        log.write_text("\n".join([*noise, *error.splitlines()]) + "\n")
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "gpudoctor", "explain", "--json", str(log)], capture_output=True,
+                           check=False)  # fmt: skip
+            times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        load_corpus.cache_clear()
+        load_corpus()
+        loaded = time.perf_counter() - start
+        lines = log.read_text().splitlines()
+    from gpudoctor.knowledge.public import error_lines
+
+    start = time.perf_counter()
+    for _ in range(20):
+        load_corpus().nearest(error_lines("\n".join(lines)))
+    matched = (time.perf_counter() - start) / 20
+    times.sort()
+    print(f"explain of a {len(lines):,}-line log, whole command (interpreter start included), {runs} runs: "
+          f"median {times[len(times) // 2]:.2f} s, max {times[-1]:.2f} s")  # fmt: skip
+    print(f"corpus load ({len(load_corpus().reports)} reports from {FOLDER.name}/): {loaded * 1000:.0f} ms; "
+          f"the match of that log against it: {matched * 1000:.1f} ms")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sample", type=int, default=0, help="nearest pairs to print for judging by hand")
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args(argv)
+    explain_cost(args.runs)
+    leave_one_out(load_corpus(), args.sample)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
