@@ -1,0 +1,74 @@
+"""Issue 51: the corpus of resolved public reports (src/gpudoctor/knowledge/public_reports) and its matcher. The
+corpus is data others can check: every entry with its address and its fields, none of the threads kept for
+evaluation; a failure's error lines find the reports of the same error, and only those."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+from conftest import ROOT, run_cli
+
+from gpudoctor.knowledge.public import FOLDER, error_lines, load_corpus, signature
+from gpudoctor.report.codec import decode
+
+STACKS = {"torch", "torch-compile", "cpp-extension", "triton", "cupy", "numba-cuda", "cuda-python", "max-mojo",
+          "driver-container", "nccl-distributed", "dlpack", "other"}  # fmt: skip
+RESOLVED = {"fixed", "workaround", "explained", "open"}
+_THREAD = re.compile(r"[\w.-]+/[\w.-]+#\d+")
+
+
+def _entries() -> list[dict[str, object]]:
+    return [item for path in sorted(FOLDER.glob("*.toml")) for item in tomllib.loads(path.read_text())["report"]]
+
+
+def _threads(text: str) -> set[str]:
+    return {m.lower() for m in _THREAD.findall(text)}
+
+
+def test_every_entry_is_a_thread_with_its_error_cause_and_fix() -> None:
+    entries = _entries()
+    assert len(entries) >= 300
+    for entry in entries:
+        where = entry.get("source")
+        assert isinstance(where, str) and (_THREAD.fullmatch(where) or where.startswith("forum:")), where
+        assert str(entry["url"]).startswith("https://"), where
+        assert entry["stack"] in STACKS and entry["resolved"] in RESOLVED, where
+        assert str(entry["error"]).strip() and str(entry["cause"]).strip() and str(entry["fix"]).strip(), where
+
+
+def test_no_thread_kept_for_evaluation_is_in_the_corpus() -> None:
+    reserved = _threads((ROOT.parent / "shared" / "reserved-threads.txt").read_text())
+    evaluation = set().union(*(_threads(p.read_text()) for p in (ROOT / "tests" / "field_corpus").glob("*.toml")))
+    corpus = {str(e["source"]).lower() for e in _entries()}
+    assert corpus & reserved == set()
+    assert corpus & evaluation == set()  # the held-out sets measure the matcher blind
+
+
+def test_a_signature_leaves_out_what_varies_between_two_reports_of_one_error() -> None:
+    one = signature(["ImportError: /home/a/env/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-"
+                     "linux-gnu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocation at 0x7f3a9c"])  # fmt: skip
+    two = signature(["ImportError: /opt/conda/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311-x86_64-"
+                     "linux-gnu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocation at 0x55e1"])  # fmt: skip
+    assert "home" not in one and "conda" not in two and not any(w.startswith("0x") for w in one)
+    assert set(one) - {"cpython"} == set(two) - {"cpython"}
+    assert error_lines("pip install ok\nCollecting torch\nRuntimeError: CUDA error: invalid argument\n") == [
+        "RuntimeError: CUDA error: invalid argument"]  # fmt: skip
+
+
+def test_the_same_error_finds_the_reports_that_solved_it_and_a_foreign_one_finds_none(tmp_path: Path) -> None:
+    log = tmp_path / "import.log"
+    log.write_text("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    import flash_attn\n"
+                   "ImportError: /venv/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: "
+                   "undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11char_traitsIcE"
+                   "SaIcEEE\n")  # fmt: skip
+    report = decode(json.loads(run_cli("explain", "--json", str(log), timeout=120).stdout))
+    public = next(f for f in report.findings if f.id == "same-error-in-public-reports")
+    assert public.part_of == "extension-built-for-another-torch"  # a known mechanism leads; what others found backs it
+    threads = [line for line in public.evidence[1:]]
+    assert threads and all("the cause was" in line and "https://github.com/" in line for line in threads)
+    assert all("flash-attention" in line or "flash" in line.lower() for line in threads[:2])
+    # words of another world share no rare word with the corpus: nothing is claimed
+    assert load_corpus().nearest(["ZeroDivisionError: the quokka ledger overflowed its marmalade budget"]) == []
