@@ -60,7 +60,8 @@ def test_a_signature_leaves_out_what_varies_between_two_reports_of_one_error() -
 
 def test_the_same_error_finds_the_reports_that_solved_it_and_a_foreign_one_finds_none(tmp_path: Path) -> None:
     log = tmp_path / "import.log"
-    log.write_text("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    import flash_attn\n"
+    log.write_text("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+                   "    import flash_attn\n"
                    "ImportError: /venv/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: "
                    "undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11char_traitsIcE"
                    "SaIcEEE\n")  # fmt: skip
