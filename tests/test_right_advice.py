@@ -31,7 +31,8 @@ def _explain(tmp_path: Path, text: str) -> tuple[int, dict[str, Any]]:
 
 
 def _on_log(report: dict[str, Any]) -> list[dict[str, Any]]:
-    return [f for f in report["findings"] if "log" in f["runs"]]
+    """The findings that answer the log (what supports or follows from one is said inside it: not counted)."""
+    return [f for f in report["findings"] if "log" in f["runs"] and not f.get("part_of")]
 
 
 def test_the_runtimes_sentence_alone_names_no_package(tmp_path: Path) -> None:

@@ -263,5 +263,6 @@ def test_explain_opens_with_its_header_and_the_verdict_not_this_machines_invento
     log.write_text(TORCH_OOM)
     lines = run_cli("explain", str(log), timeout=120).stdout.splitlines()
     assert lines[0].endswith("· explain: oom.log")
-    assert lines[1].startswith("read on this machine: its GPU and packages are not the log's")
+    assert lines[1] == "the log's machine, as its text gives it: no versions in the log"
+    assert lines[2].startswith("(read on this machine, whose own inventory is not the log's")
     assert lines[4].startswith("  problem: Out of GPU memory while another process holds most of it")

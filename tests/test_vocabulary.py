@@ -146,11 +146,19 @@ def test_a_compilers_bug_proposes_its_neighbouring_releases_only() -> None:
     text = "python: /root/.triton/llvm/include/llvm/ADT/SmallVector.h:298: Assertion `idx < size()' failed.\n" + (
         '  File "/venv/lib/python3.12/site-packages/triton/compiler/compiler.py", line 3, in compile\n'
     )
+    # the release the log itself gives (issue 51: the reporter's, never this machine's)
+    given = "[pip3] triton==3.6.0\n" + text
+    said = answer(_log(given), given, H100.environment, KNOWLEDGE)
+    assert "gpudoctor bisect --package triton 3.4..3.6.0 -- your command" in said.experiment
+    assert said.requirements == "triton 3.6.0 as the log gives it"
+    # this machine's Triton is not the log's: nothing to count back from, where to read the releases
     installed = dataclasses.replace(H100.environment, packages={**H100.environment.packages, "triton": "3.6.0"})
     said = answer(_log(text), text, installed, KNOWLEDGE)
-    assert "gpudoctor bisect --package triton 3.4..3.6.0 -- your command" in said.experiment
-    said = _answer(text)  # nothing installed to count back from: where to read the releases
     assert "pip index versions triton" in said.experiment and "bisect" not in said.experiment
+    assert said.requirements == "the log gives no release of it"
+    # a report of `gpudoctor run` is this machine's: its installed release counts
+    said = answer(_log(text, run_id=REPRODUCER_RUN_ID), text, installed, KNOWLEDGE)
+    assert "gpudoctor bisect --package triton 3.4..3.6.0" in said.experiment
 
 
 def test_a_report_of_a_run_never_proposes_running_it_again() -> None:

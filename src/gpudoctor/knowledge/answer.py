@@ -7,6 +7,7 @@ a compiler's bug: its neighbouring releases), and never proposes `gpudoctor run`
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from gpudoctor.knowledge.entry import Knowledge
@@ -174,6 +175,12 @@ def bisect_proposal(result: ProbeResult, dist: tuple[str, str], environment: Env
 def answer(result: ProbeResult, text: str, environment: Environment, knowledge: Knowledge,
            vocabulary: Vocabulary | None = None) -> Answer:  # fmt: skip
     vocabulary = vocabulary or load_vocabulary()
+    from_log = result.id == LOG_RUN_ID
+    if from_log:  # a pasted log: the reporter's releases, as its text gives them, never this machine's
+        from gpudoctor.knowledge.reported import reported
+
+        stack = dataclasses.replace(environment.stack, requirements_unmet=None)
+        environment = dataclasses.replace(environment, packages=dict(reported(text).packages), stack=stack)
     reading = read(text, vocabulary)
     component, name, component_id, dist = _component(reading, text, environment, knowledge, vocabulary)
     phase_words, phase_id = _phase(result, reading)
@@ -195,5 +202,8 @@ def answer(result: ProbeResult, text: str, environment: Environment, knowledge: 
     caller = reading.caller
     if caller is None and reading.own_frame is not None and component_id != "own":
         caller = f"your program ({reading.own_frame[0]}:{reading.own_frame[1]})"
-    return Answer(component, phase_words, means, requirements_of(dist, environment), experiment, component_id, caller,
+    requirements = requirements_of(dist, environment)
+    if from_log:
+        requirements = f"{dist[0]} {dist[1]} as the log gives it" if dist else "the log gives no release of it"
+    return Answer(component, phase_words, means, requirements, experiment, component_id, caller,
                   statement(text, vocabulary))  # fmt: skip

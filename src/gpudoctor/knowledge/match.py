@@ -62,6 +62,18 @@ def report_facts(report: Report) -> dict[str, str]:
             facts["shared_per_block"] = f"{kib} KiB"
     else:
         facts["gpu"], facts["compute_capability"] = "the GPU", "unknown"
+    log = report.result(LOG_RUN_ID)
+    if log is not None:  # a pasted log: the reporter's machine as its text gives it, never this one's
+        from gpudoctor.knowledge.reported import reported
+
+        said = reported(log.stderr_tail or "")
+        facts = {**facts, "driver_cuda": said.driver_cuda or "not in the log", "torch_cuda": said.torch_cuda or
+                 "not in the log", "gpu": said.gpu or "the GPU", "compute_capability": "unknown"}  # fmt: skip
+        facts.pop("shared_per_block", None)
+        if said.driver:
+            facts["driver"] = said.driver
+        else:
+            facts.pop("driver", None)
     return facts
 
 

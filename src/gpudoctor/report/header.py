@@ -66,11 +66,13 @@ def header_lines(report: Report, result: ProbeResult) -> list[str]:
     """What was examined, where, and which packages its failure involves: three lines."""
     packages = involved_packages(report, result)
     if result.id == LOG_RUN_ID:
-        named = ", ".join(p.split()[0] for p in packages) or "none"
+        from gpudoctor.knowledge.reported import reported
+
+        gives = reported(result.stderr_tail or "").lines()
         log = (result.command or "a log").removeprefix("gpudoctor explain ")
         return [f"gpudoctor {report.doctor_version} · explain: {log}",
-                "read on this machine: its GPU and packages are not the log's (--json has this machine's inventory)",
-                f"packages the log's paths name: {named}"]  # fmt: skip
+                "the log's machine, as its text gives it: " + (", ".join(gives) if gives else "no versions in the log"),
+                "(read on this machine, whose own inventory is not the log's: --json has it)"]  # fmt: skip
     return [f"gpudoctor {report.doctor_version} · run: {result.command or '?'}",
             _gpus(report),
             "packages the failure involves: " + (", ".join(packages) or "none of the GPU stack's")
