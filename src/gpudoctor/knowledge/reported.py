@@ -83,6 +83,9 @@ def reported(text: str) -> Reported:
         if key in watched or _canonical(name) in watched:
             packages.setdefault(key, version)
 
+    for name, pattern in _COLLECT.items():
+        if (match := pattern.search(text)) is not None:
+            packages.setdefault(name, match["version"])
     for line in lines:
         line = re.sub(r"^\s*\[(?:pip\d?|conda)\]\s*", "", line)  # collect_env's "[pip3] numpy==1.26.0"
         for pattern in (_PIN, _TABLE):
@@ -92,9 +95,6 @@ def reported(text: str) -> Reported:
             seen(match["name"], match["version"])
         for match in _DUNDER.finditer(line):
             seen(match["name"].split(".")[0], match["version"])
-    for name, pattern in _COLLECT.items():
-        if (match := pattern.search(text)) is not None:
-            packages.setdefault(name, match["version"])
     smi = _SMI.search(text)
     driver = _DRIVER.search(text)
     gpu = _GPU.search(text) or _SMI_GPU.search(text)
