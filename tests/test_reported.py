@@ -42,6 +42,7 @@ def test_explain_says_the_logs_machine_not_this_one(tmp_path: Path) -> None:
     log = tmp_path / "issue.log"
     log.write_text(COLLECT_ENV + "RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
     lines = run_cli("explain", str(log), timeout=120).stdout.splitlines()
-    assert lines[1] == ("the log's machine, as its text gives it: torch 2.1.0+cu121 (CUDA 12.1), numpy 1.26.0, "
-                        "triton 2.1.0, driver 535.104.05, NVIDIA GeForce RTX 4090, Python 3.10.12")  # fmt: skip
+    assert lines[1].startswith("the log's machine, as its text gives it: torch 2.1.0+cu121 (CUDA 12.1), ")
+    for fact in ("numpy 1.26.0", "triton 2.1.0", "driver 535.104.05", "NVIDIA GeForce RTX 4090", "Python 3.10.12"):
+        assert fact in lines[1]
     assert "torch 2.13.0" not in "\n".join(lines)  # this machine's torch is not the reporter's
