@@ -45,8 +45,21 @@ def marked(torch, tensor, which=0):
 
 def unwritten_elements(torch, first, second):
     """Which elements held the first marker after the call that started there and the second after the call that
-    started there (a bool tensor): those the kernel did not write."""
-    return marked(torch, first, 0) & marked(torch, second, 1)
+    started there (a bool tensor): those the kernel did not write. For a bool output, also each element whose byte
+    is neither 0 nor 1 in either call, whatever the markers did."""
+    return (marked(torch, first, 0) & marked(torch, second, 1)) | never_a_bool(torch, first) | never_a_bool(
+        torch, second
+    )
+
+
+def never_a_bool(torch, tensor):
+    """Which elements of a bool tensor hold a byte that is neither 0 (False) nor 1 (True): no kernel writes such a
+    byte, so each is what the memory held, never written (all False for other dtypes). A bool has two values, so the
+    two markers say nothing where the op is handed a buffer of MAX's own (its CPU path, every call; CUDA's, zeroed):
+    the caller's False and True never reach it. Its storage byte has 256 values, and leftovers show there."""
+    if tensor.dtype != torch.bool:
+        return torch.zeros(tensor.shape, dtype=torch.bool)
+    return tensor.contiguous().view(torch.uint8) > 1
 
 
 def other_values(torch, tensor):
@@ -246,11 +259,15 @@ def judge(torch, evidence, label, call_has_reference, device, inputs_nonzero):
         return None
     for index in outputs:
         first = evidence.same[0][index]
-        if first.dtype != torch.bool and first.numel() > 1 and not bool((first != 0).any()):
+        # Every call, not the first alone; a bool output too (all False): where the op is handed a zeroed buffer of
+        # MAX's own, an output never written reads so whatever the caller filled it with, as an integer's reads 0.
+        if first.numel() > 1 and not any(bool((r[index] != 0).any()) for r in evidence.same):
+            zeros = "all False" if first.dtype == torch.bool else "all zeros"
             return Verdict(
                 "output_all_zero",
-                "%s is all zeros though the inputs are not: the kernel looks like it computed nothing (if zeros "
-                "are right, give a reference to check against)" % label(index, first),
+                "%s is %s after every call though the inputs are not: the kernel looks like it computed nothing "
+                "(where MAX hands the op a zeroed buffer of its own, an output never written reads so; if this is "
+                "right, give a reference to check against)" % (label(index, first), zeros),
                 False,
             )
     return None

@@ -1,7 +1,8 @@
 """One call of a custom op against its contract (``calls.contract``): the first way it does not match, as data with
 one sentence, and what could not be checked. Pure and duck-typed — a tensor is anything with ``dtype``, ``shape``,
-``device`` and ``data_ptr`` — so torch is never imported here; it runs before every call, so the common case (a call
-that matches) does little more than read each tensor's dtype, rank and device once."""
+``device`` and ``data_ptr`` (and ``is_contiguous``, ``stride``, ``storage_offset`` for its layout) — so torch is never
+imported here; it runs before every call, so the common case (a call that matches) does little more than read each
+tensor's dtype, rank, device and contiguity once."""
 
 from __future__ import annotations
 
@@ -11,12 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpudoctor.calls.contract import Contract
+from gpudoctor.calls.layout import layout_of, what_max_does
+from gpudoctor.calls.quick import TARGET_OF_DEVICE, Plan, dtype_name, extent, matches
 from gpudoctor.kernel.scan import TensorArg
-
-# torch's device types as MAX's targets; any other (meta, mps, xpu) is no target of a MAX custom op
-_TARGET_OF_DEVICE = {"cpu": "cpu", "cuda": "gpu"}
-_DTYPE_NAMES: dict[Any, str] = {}  # torch.float32 -> "float32", as Mojo's DType spells it
-_DEVICE_TARGETS: dict[Any, str] = {}  # torch.device("cuda:0") -> "gpu"; "" for no target of MAX's
 
 
 class Kind(enum.StrEnum):
@@ -31,6 +29,7 @@ class Kind(enum.StrEnum):
     PARAMETER = "parameter"
     SHAPE = "shape"
     HOST_POINTER = "host-pointer"  # a kernel launch given host memory (calls.launches)
+    LAYOUT = "layout"  # a tensor that is not contiguous row-major storage (calls.layout)
 
 
 @dataclass(frozen=True)
@@ -74,13 +73,6 @@ class CallMismatchWarning(UserWarning):
 
 class CallNotCheckedWarning(UserWarning):
     """Warned once for what the checks could not check (no source, an argument that is not a tensor)."""
-
-
-def dtype_name(dtype: Any) -> str:
-    name = _DTYPE_NAMES.get(dtype)
-    if name is None:
-        name = _DTYPE_NAMES[dtype] = str(dtype).rpartition(".")[2]
-    return name
 
 
 def _tensor_text(tensor: TensorArg) -> str:
@@ -183,80 +175,6 @@ def _is_tensor(value: Any) -> bool:
     return hasattr(value, "dtype") and hasattr(value, "shape") and hasattr(value, "device")
 
 
-def _extent(value: Any) -> tuple[int, int]:
-    """The bytes a tensor can touch: [start, end)."""
-    start, shape = value.data_ptr(), value.shape
-    if not all(shape):
-        return start, start
-    reach = sum((size - 1) * stride for size, stride in zip(shape, value.stride(), strict=True)) + 1
-    return start, start + reach * value.element_size()
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A contract as the common case checks it: each tensor's (dtype, rank), the output/input pairs, the same-index
-    reads as (output, input, only) positions. None for an op with variadic tensors (the detailed path says why)."""
-
-    tensors: tuple[tuple[str | None, int | None], ...]
-    targets: frozenset[str]
-    pairs: tuple[tuple[int, int], ...]
-    reads: tuple[tuple[int, int, str | None], ...]
-
-    @classmethod
-    def of(cls, contract: Contract) -> Plan | None:
-        if contract.variadic:
-            return None
-        names = [t.name for t in contract.tensors]
-        outputs = [n for n, t in enumerate(contract.tensors) if t.role == "output"]
-        inputs = [n for n, t in enumerate(contract.tensors) if t.role == "input"]
-        reads = tuple((names.index(r.output), names.index(r.input), r.only) for r in contract.same_index_reads)
-        return cls(tuple((t.dtype, t.rank) for t in contract.tensors), frozenset(contract.targets),
-                   tuple((o, i) for o in outputs for i in inputs), reads)  # fmt: skip
-
-
-def _span(value: Any) -> tuple[int, int]:
-    start = value.data_ptr()
-    if value.is_contiguous():
-        return start, start + value.nbytes
-    return _extent(value)
-
-
-def matches(plan: Plan, args: Sequence[Any]) -> bool:
-    """Whether a call passed by position matches: the common case, read once per tensor and nothing more. False
-    also for what only the detailed check can say (an argument that is not a tensor)."""
-    if len(args) != len(plan.tensors):
-        return False
-    device = target = None
-    shapes = []
-    for (dtype, rank), value in zip(plan.tensors, args, strict=True):
-        try:
-            given, shape, where = value.dtype, value.shape, value.device
-        except AttributeError:
-            return False
-        if (dtype is not None and (_DTYPE_NAMES.get(given) or dtype_name(given)) != dtype) or (
-            rank is not None and len(shape) != rank
-        ):
-            return False
-        if device is None:
-            device, target = where, _DEVICE_TARGETS.get(where)
-            if target is None:  # torch.device's .type costs more than the rest of the check: read once per device
-                target = _DEVICE_TARGETS[where] = _TARGET_OF_DEVICE.get(where.type, "")
-            if target not in plan.targets:
-                return False
-        elif not where == device:  # noqa: SIM201 (torch.device's __ne__ is the slow one)
-            return False
-        shapes.append(shape)
-    for output, input_ in plan.pairs:
-        (start, end), (other_start, other_end) = _span(args[output]), _span(args[input_])
-        if start < other_end and other_start < end:
-            return False
-    for output, input_, only in plan.reads:
-        larger, smaller = shapes[output], shapes[input_]
-        if only in (None, target) and len(larger) == len(smaller) and any(o > i for o, i in zip(larger, smaller)):  # noqa: B905
-            return False
-    return True
-
-
 def check_call(
     contract: Contract, args: Sequence[Any], kwargs: Mapping[str, Any], site: Callable[[], str]
 ) -> tuple[Mismatch | None, list[str]]:
@@ -269,11 +187,20 @@ def check_call(
     return explain_call(contract, args, kwargs, site)
 
 
+ArgumentText = Callable[[int, str], "str | None"]  # (position in the call, tensor name) -> the program's text of it
+
+
 def explain_call(
-    contract: Contract, args: Sequence[Any], kwargs: Mapping[str, Any], site: Callable[[], str]
+    contract: Contract,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    site: Callable[[], str],
+    argument_text: ArgumentText | None = None,
+    memory: bool = True,
 ) -> tuple[Mismatch | None, list[str]]:
     """``check_call`` without the quick path: every argument read, to say what does not match and what could not be
-    checked."""
+    checked. ``argument_text`` gives the program's own text of an argument, for the fix a sentence gives; without
+    ``memory`` (a graph's values, which have none) nothing is said of layouts and shared memory."""
     bound = _bind(contract, args, kwargs, site()) if kwargs else args
     if isinstance(bound, Mismatch):
         return bound, []
@@ -324,7 +251,7 @@ def explain_call(
             ), unchecked
         if device is None:
             device, first = value.device, tensor.name
-            target = _TARGET_OF_DEVICE.get(device.type)
+            target = TARGET_OF_DEVICE.get(device.type)
             if target not in contract.targets:
                 where, runs = site(), " and ".join(contract.targets)
                 return _mismatch(
@@ -356,29 +283,68 @@ def explain_call(
             ), unchecked
     if unchecked or contract.variadic:
         return None, unchecked
-    return _relations(contract, bound, site), unchecked
+    if not memory:
+        return _relations(contract, bound, site, memory=False), unchecked
+    return _layout_mismatch(contract, bound, site, argument_text) or _relations(contract, bound, site), unchecked
 
 
-def _relations(contract: Contract, bound: Sequence[Any], site: Callable[[], str]) -> Mismatch | None:
-    """Outputs that share memory with an input, and inputs smaller than the output a foreach reads them with."""
+def _layout_mismatch(
+    contract: Contract, bound: Sequence[Any], site: Callable[[], str], argument_text: ArgumentText | None
+) -> Mismatch | None:
+    """The first tensor that is not contiguous row-major storage (a transposed, sliced or expanded view): a Mojo op
+    reads its tensors as such storage, whatever each MAX then does with the view (calls.layout)."""
+    for position, (tensor, value) in enumerate(zip(contract.tensors, bound, strict=True)):
+        layout = layout_of(value)
+        if layout is None:
+            continue
+        where = site()
+        text = argument_text(position, tensor.name) if argument_text is not None else None
+        fix = f"`{text}.contiguous()`" if text else f"`{tensor.name}.contiguous()`, a contiguous copy"
+        if tensor.role == "output":
+            into = f"`{text}`" if text else "the view"
+            fix = f"a contiguous tensor as the output and copy it into {into} after the call"
+        given = f"`{tensor.name}` {layout.text()}"
+        return _mismatch(
+            contract,
+            Kind.LAYOUT,
+            where,
+            tensor.name,
+            "contiguous row-major storage",
+            given,
+            tensor.line,
+            sentence=(
+                f"{contract.op} ({contract.at(tensor.line)}) reads its tensors as contiguous row-major storage; the "
+                f"call at {where} passes {given}{what_max_does(value.device.type, tensor.role)} — pass {fix}"
+            ),
+        )
+    return None
+
+
+def _relations(
+    contract: Contract, bound: Sequence[Any], site: Callable[[], str], memory: bool = True
+) -> Mismatch | None:
+    """Outputs that share memory with an input, and inputs smaller than the output a foreach reads them with (sizes
+    known: a graph's symbolic dims say nothing)."""
     by_name = {t.name: value for t, value in zip(contract.tensors, bound, strict=True)}
     outputs = [t.name for t in contract.tensors if t.role == "output"]
-    inputs = [t.name for t in contract.tensors if t.role == "input"]
+    inputs = [t.name for t in contract.tensors if t.role == "input"] if memory else []
     for output in outputs:
-        start, end = _extent(by_name[output])
+        start, end = extent(by_name[output])
         for name in inputs:
-            other_start, other_end = _extent(by_name[name])
+            other_start, other_end = extent(by_name[name])
             if start < other_end and other_start < end:
                 where = site()
                 given = f"`{output}` and `{name}` in the same memory"
                 return _mismatch(contract, Kind.ALIAS, where, output, "outputs apart from inputs", given, sentence=(
                     f"{contract.op} ({contract.at()}) writes its output `{output}` while it reads its inputs; the "
                     f"call at {where} passes {given}: give the output a buffer of its own"))  # fmt: skip
-    device = _TARGET_OF_DEVICE.get(by_name[outputs[0]].device.type) if outputs else None
+    device = TARGET_OF_DEVICE.get(by_name[outputs[0]].device.type) if outputs else None
     for read in contract.same_index_reads:
         if read.only not in (None, device):
             continue
         output, given = by_name[read.output].shape, by_name[read.input].shape
+        if not all(isinstance(size, int) for size in (*output, *given)):
+            continue
         if len(output) == len(given) and any(o > g for o, g in zip(output, given, strict=True)):
             where = site()
             passes = f"`{read.output}` {list(output)} and `{read.input}` {list(given)}"

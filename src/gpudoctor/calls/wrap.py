@@ -18,19 +18,22 @@ from types import FrameType, ModuleType
 from typing import Any
 
 from gpudoctor.calls.bridge import LAUNCHERS, watch
+from gpudoctor.calls.callsite import argument_source
 from gpudoctor.calls.channel import EVENT_CHECKED, EVENT_MISMATCH, EVENT_UNCHECKED, FILE_ENV, Channel, Mode
 from gpudoctor.calls.check import (
+    ArgumentText,
     CallMismatch,
     CallMismatchWarning,
     CallNotCheckedWarning,
     Mismatch,
-    Plan,
     explain_call,
-    matches,
     parameter_mismatch,
 )
 from gpudoctor.calls.contract import COMPILED_SUFFIXES, Contract, LibraryContracts, built_from, read_contracts, shown
+from gpudoctor.calls.graph_calls import wrap_graph_building
+from gpudoctor.calls.graph_values import graph_tensor
 from gpudoctor.calls.launches import check_launch, wrap_launch
+from gpudoctor.calls.quick import Plan, matches
 
 _SOURCE = "_gpudoctor_calls_source"  # on a library: the path it was made from
 _SETTINGS = "_gpudoctor_calls_settings"  # on a library: its own settings (gpudoctor.calls.check)
@@ -115,12 +118,25 @@ class _OpChecks:
         mismatch = parameter_mismatch(self.contract, self.parameters, where()) if self.parameters_wrong else None
         unchecked: list[str] = []
         if mismatch is None:
-            mismatch, unchecked = explain_call(self.contract, args, kwargs, where)
+            mismatch, unchecked = explain_call(
+                self.contract, args, kwargs, where, _argument_text(site, args, kwargs, self.contract.op)
+            )
         for what in unchecked:
             self.settings.note(what)
         self.settings.checked_at(self.contract.op, site)
         if mismatch is not None:
             self.settings.say(mismatch, site)
+
+
+def _argument_text(site: tuple[str, int], args: tuple[Any, ...], kwargs: Mapping[str, Any], op: str) -> ArgumentText:
+    """The program's own text of an argument of the call of ``op`` at ``site`` (for the fix a sentence gives)."""
+    count = len(args) + len(kwargs)
+
+    def text(position: int, name: str) -> str | None:
+        keyword = name if name in kwargs else None
+        return argument_source(site[0], site[1], None if keyword else position, keyword, count, op)
+
+    return text
 
 
 def _source(library: Any) -> Path | None:
@@ -236,10 +252,59 @@ def _wrap_library_class(library_class: type) -> None:
         _wrap_op_class(op_class)
 
 
+def _settings_of(library: Any) -> Settings | None:
+    settings: Settings | None = library.__dict__.get(_SETTINGS, _GLOBAL)
+    return settings if settings is not None and settings.mode is not Mode.OFF else None
+
+
+def check_graph_custom(
+    library: Any,
+    name: str,
+    values: Any,
+    out_types: Any,
+    parameters: Mapping[str, Any] | None,
+    frame: FrameType | None,
+) -> None:
+    """``ops.custom(name, device, values, out_types, parameters)`` inside the graph of a graph_op made with
+    ``kernel_library=library``: checked against op ``name``'s contract as a call is — the outputs (``out_types``)
+    first, then the inputs (``values``): their count, dtype, rank, one device the op runs on, the sizes a foreach
+    reads with, the compile-time parameters. Graph values have no memory: layouts and sharing are the call's."""
+    settings = _settings_of(library)
+    if settings is None:
+        return
+    contracts = _contracts(library)
+    contract = contracts.contracts.get(name)
+    if contract is None:
+        settings.note(contracts.missing(name))
+        return
+    site = _site_of(frame)
+    where = functools.partial(_shown_site, site)
+    mismatch = parameter_mismatch(contract, parameters, where())
+    unchecked: list[str] = []
+    if mismatch is None:
+        tensors = [graph_tensor(v) for v in [*out_types, *values]]
+        given = [t if t is not None else v for t, v in zip(tensors, [*out_types, *values], strict=True)]
+        mismatch, unchecked = explain_call(contract, given, {}, where, memory=False)
+    for what in unchecked:
+        settings.note(what)
+    settings.checked_at(contract.op, site)
+    if mismatch is not None:
+        settings.say(mismatch, site)
+
+
+def _note(library: Any, what: str) -> None:
+    settings = _settings_of(library)
+    if settings is not None:
+        settings.note(what)
+
+
 def _patch_bridge(bridge: ModuleType) -> None:
     library_class = getattr(bridge, "CustomOpLibrary", None)
     if isinstance(library_class, type):
         _wrap_library_class(library_class)
+        module = sys.modules.get(library_class.__module__)
+        if module is not None:
+            wrap_graph_building(module, check_graph_custom, _note)
     elif _GLOBAL is not None:
         _GLOBAL.note(f"{bridge.__name__} has no CustomOpLibrary (MAX before 25.4): no call is checked")
 
