@@ -32,6 +32,7 @@ MAX_TEXT_LINES = 4000  # a log's lines read for its error lines (its end: where 
 SAME_ERROR = 0.55
 MIN_SHARED = 3
 SHOWN = 5
+COMMON = 10  # more reports of one error than this: an error too common to read one cause from
 
 _HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{12,}\b")
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~+-]*[/\\])+([\w.+-]+)")
@@ -99,6 +100,11 @@ class Corpus:
         return {w: v / norm for w, v in weights.items()}
 
     @property
+    def distinctive(self) -> float:
+        """The weight of a word at most 1 % of the reports (and at most 3) share: one such word at least in common."""
+        return math.log(1 + len(self.reports) / max(3, len(self.reports) // 100))
+
+    @property
     def rare(self) -> float:
         """The weight of a word no report has (as rare as a word can be)."""
         return math.log(1 + len(self.reports))
@@ -112,8 +118,8 @@ class Corpus:
             if n == leave_out:
                 continue
             shared = [w for w in query if w in vector and self.idf.get(w, 0) > 1.0]
-            if len(shared) < MIN_SHARED:
-                continue
+            if len(shared) < MIN_SHARED or not any(self.idf[w] >= self.distinctive for w in shared):
+                continue  # "illegal memory access" alone is every faulting kernel's error, not the same error
             score = sum(query[w] * vector[w] for w in query if w in vector)
             if score >= SAME_ERROR:
                 found.append((round(score, 3), report))

@@ -5,6 +5,7 @@ answers for the machine the log came from, never for the one it is read on. Pure
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -72,6 +73,7 @@ def _canonical(name: str) -> str:
     return name.lower().replace("_", "-")
 
 
+@functools.lru_cache(maxsize=8)  # every entry's texts ask for the same log's facts
 def reported(text: str) -> Reported:
     """The reporter's environment as ``text`` states it."""
     lines = text.splitlines()[:MAX_LINES]

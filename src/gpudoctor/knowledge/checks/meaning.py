@@ -308,13 +308,15 @@ def same_error_in_public_reports(report: Report) -> list[PredicateEvidence]:
     result = _run(report)
     if result is None or not result.outcome.is_problem:
         return []
-    from gpudoctor.knowledge.public import SHOWN, error_lines, load_corpus, said
+    from gpudoctor.knowledge.public import COMMON, SHOWN, error_lines, load_corpus, said
 
     said_by_run = (result.summary, result.exception_type or "", result.message or "", result.stderr_tail or "")
     lines = error_lines("\n".join(said_by_run))
     if not lines:
         return []
     nearest = load_corpus().nearest(lines)
+    if len(nearest) > COMMON:
+        return []  # as common as that, its causes are many: naming one would mislead
     answered = [found for _, found in nearest if found.established]
     if not answered:
         return []  # the same error, and nobody found why: no answer to give

@@ -13,8 +13,8 @@ from typing import Any
 from gpudoctor.instruments.explain import _NO_BINARY_ERRORS, overflow_in_line
 from gpudoctor.knowledge.registry import PredicateEvidence, predicate
 from gpudoctor.model import Outcome, ProbeResult, Report
+from gpudoctor.protocol import LOG_RUN_ID, ReproducerDetail
 from gpudoctor.protocol import REPRODUCER_RUN_ID as RUN_ID
-from gpudoctor.protocol import ReproducerDetail
 
 # --- `gpudoctor run`: what the class's experiments found, on the failing path only (issue 44) ----------------------
 # Kinds of cause (instruments.explain.cause_kind) that have their own entry, with its own fix; the rest are the
@@ -47,7 +47,7 @@ def located_causes(report: Report) -> list[tuple[str, str]]:
     error, an API error the failure names, the synchronous rerun's line where it differs from the command's own."""
     result = report.result(RUN_ID)
     if result is None:
-        return []
+        return _pasted_records(report)
     words = _failure_words(result)
     found: list[tuple[str, str]] = []
     for said in result.details.get(ReproducerDetail.INSTRUMENTS) or ():
@@ -87,9 +87,33 @@ def located_causes(report: Report) -> list[tuple[str, str]]:
     return found
 
 
+# compute-sanitizer's own record lines ("========= Invalid __global__ read ..."), not any banner of equals signs
+_SANITIZER_RECORD = re.compile(
+    r"^=+ +(?:COMPUTE-SANITIZER|Invalid __|Uninitialized __|Race reported|Barrier error|"
+    r"Program hit|Error: )",
+    re.M,
+)
+
+
+def _pasted_records(report: Report) -> list[tuple[str, str]]:
+    """compute-sanitizer's own records pasted into a log (`gpudoctor explain`), read as a run's instruments are: each
+    distinct cause with its kind, in the user's words."""
+    log = report.result(LOG_RUN_ID)
+    if log is None or not _SANITIZER_RECORD.search(log.stderr_tail or ""):
+        return []
+    from gpudoctor.instruments.explain import causes
+    from gpudoctor.instruments.sanitizer import parse
+
+    records = parse(log.stderr_tail or "")
+    if not records.errors:
+        return []
+    return [(str(c["kind"]), f"compute-sanitizer's records in the log: {c['line']}") for c in causes(records)]
+
+
 def of_kinds(report: Report, kinds: frozenset[str] | None) -> list[PredicateEvidence]:
     wanted = [(k, line) for k, line in located_causes(report) if (k in kinds if kinds else k not in _OWN_ENTRY_KINDS)]
-    return [(line, RUN_ID) for _, line in wanted]
+    run = RUN_ID if report.result(RUN_ID) is not None else LOG_RUN_ID
+    return [(line, run) for _, line in wanted]
 
 
 @predicate("reproducer_race_located")
