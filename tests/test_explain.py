@@ -41,7 +41,8 @@ def test_a_fault_from_a_users_program_and_an_unknown_one(tmp_path: Path) -> None
         tmp_path, "Traceback (most recent call last):\nValueError: the moon is made of cheese\n", "--json"
     )
     (generic,) = [f for f in json.loads(out)["findings"] if f["id"] == "not-a-known-failure"]
-    assert "next: gpudoctor run -- your command" in generic["evidence"][0]
+    assert "then gpudoctor run -- your command, which reads the phase" in generic["evidence"][0]
+    assert "compute-sanitizer" not in generic["evidence"][0]  # no phase shows: no run-time instrument is guessed
 
 
 def test_only_the_parts_around_the_errors_of_a_long_log_are_read() -> None:

@@ -56,14 +56,14 @@ def test_the_generic_answer_names_component_phase_requirements_and_experiment() 
         "ValueError: fused_add expects tensors of rank 3\n"
     )
     (generic,) = [f for f in match_findings(_as_failing_run(printed)) if f.id == GENERIC_ID]
-    assert generic.title == "Not a known failure: the package foo_kernels failed during run"
+    # no word shows when (issue 51): no phase, and so no run-time experiment, is guessed
+    assert generic.title == "Not a known failure: the package foo_kernels failed during a phase the text does not show"
     (line,) = generic.evidence
     called = "the package foo_kernels, called from your program (prog.py:3)"
-    assert line.startswith(f"your-program fail: {called}; during run: it failed while running, after it compiled")
+    assert line.startswith(f"your-program fail: {called}; during a phase the text does not show: no line of the")
     assert "; no installed distribution to check; " in line
-    assert line.endswith(
-        "next: gpudoctor run -- python prog.py (on a GPU: rerun synchronously and under compute-sanitizer)"
-    )
+    assert line.endswith("then gpudoctor run -- python prog.py, which reads the phase and runs only what that phase "
+                         "calls for")  # fmt: skip
     assert "cause" not in generic.title.lower()
     missing = _as_failing_run("Traceback (most recent call last):\nModuleNotFoundError: No module named 'foo_kernels'")
     (generic,) = [f for f in match_findings(missing) if f.id == GENERIC_ID]

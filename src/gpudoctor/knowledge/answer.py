@@ -18,6 +18,7 @@ from gpudoctor.model import Environment, Outcome, ProbeResult
 from gpudoctor.protocol import LOG_RUN_ID, REPRODUCER_RUN_ID, SHUTDOWN_STEP
 
 GENERIC_ID = "not-a-known-failure"
+UNKNOWN_PHASE = "unknown"
 UNNAMED = "a component the text does not name"
 # An import name in a frame's path -> the distributions it may come from, where the names differ
 IMPORT_PACKAGES = {
@@ -99,8 +100,9 @@ def _phase(result: ProbeResult, reading: Reading) -> tuple[str, str]:
         return f"exit (the process died of {result.signal or 'a signal'} as the interpreter shut down)", "exit"
     if result.outcome is Outcome.CRASH and reading.phase in (None, "run", "synchronise", "launch"):
         return f"run (the process died of {result.signal or 'a signal'})", "run"
-    phase = reading.phase or "run"
-    return phase, phase
+    if reading.phase is None:  # no word shows when: never a run-time fault by default (a build's, an import's?)
+        return "a phase the text does not show", UNKNOWN_PHASE
+    return reading.phase, reading.phase
 
 
 def requirements_of(dist: tuple[str, str] | None, environment: Environment) -> str:

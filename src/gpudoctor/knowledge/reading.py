@@ -23,6 +23,10 @@ _FRAMES = re.compile(
     r"|(?m:^)(?P<own>[^\s\"]+\.pyx?):\d+ in \S"
 )
 _INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\](?P<package>[A-Za-z0-9_]+)(?:[/\\]|\.py)")
+# Python's own library (threading.py, runpy.py, concurrent/futures): never "your program" (an idle thread's frame)
+_STDLIB = re.compile(
+    r"[/\\]lib[/\\]python\d(?:\.\d+)?[/\\](?!(?:site|dist)-packages)|^<frozen |[/\\]Lib[/\\](?!site-packages)"
+)
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,7 @@ def _innermost_frame(text: str, vocabulary: Vocabulary) -> tuple[Component | Non
     import name; and the innermost frame outside installed packages (the user's own code)."""
     all_frames = frames(text)
     installed = [f for f in all_frames if _INSTALLED.search(f.path)]
-    own = [f for f in all_frames if not _INSTALLED.search(f.path)]
+    own = [f for f in all_frames if not _INSTALLED.search(f.path) and not _STDLIB.search(f.path)]
     own_frame = None
     if own:
         line = re.search(r"line (\d+)|:(\d+)", text[own[-1].at :])

@@ -26,7 +26,7 @@ MARK_KINDS = ("code", "diagnostic", "frame", "exception", "name")
 COMPILE = "compile"  # a word's phase: a build or a compile at run time, as the text's components compile
 COMPILES = ("build", "jit-compile")
 # The phases gpudoctor's own answer names beside those the words show: it needs them in the file.
-NEEDED_PHASES = ("run", "hang", "exit", *COMPILES)
+NEEDED_PHASES = ("run", "hang", "exit", "unknown", *COMPILES)
 # What a template may name beside its pattern's groups (knowledge.answer fills them).
 TEMPLATE_NAMES = frozenset({"component", "package", "command", "near", "code"})
 _SOURCE = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull|discussions)/\d+|[\w-]+\.toml#[\w.-]+")
