@@ -119,8 +119,8 @@ def test_each_cupy_mistake_is_one_sentence_with_the_parameter_and_the_fix() -> N
         "8 bytes as a float: the low half of a double, a wrong value; pass `cp.float32(s)`")  # fmt: skip
     assert _cupy(scale, np.arange(4, dtype=np.float32), np.float32(2), np.int32(4), out, 4, label) == (
         start + "a NumPy array (float32, host memory) for `float* x` (line 4 of its source): the kernel reads device "
-        "memory, and this is host memory (CuPy refuses a NumPy array, 'Unsupported type', without naming the "
-        "argument); pass `cp.asarray(x)`")  # fmt: skip
+        "memory, and this is host memory (CuPy 14 refuses a NumPy array larger than one element: 'Only "
+        "numpy.ndarrays of size one can be passed by value', naming no parameter); pass `cp.asarray(x)`")  # fmt: skip
     assert _cupy(scale, OnGpu("float64"), np.float32(2), np.int32(4), out, 4, label) == (
         start + "an array of float64 for `float* x` (line 4 of its source): the kernel reads its elements as float32, "
         "4 bytes each, from 8-byte float64 values: every element it reads is wrong; pass "

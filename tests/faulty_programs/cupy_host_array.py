@@ -1,6 +1,7 @@
 # The samples read from disk with NumPy and passed to the kernel as they are: a NumPy array (host memory) where the
-# kernel's `const float*` needs device memory. CuPy refuses it at the launch ("TypeError: Unsupported type <class
-# 'numpy.ndarray'>"), naming neither the argument nor the fix; the call checks (issue 50) name `x` and
+# kernel's `const float*` needs device memory. CuPy 14.2 refuses it at the launch ("TypeError: You are trying
+# to pass a numpy.ndarray of shape (65536,) as a kernel parameter. Only numpy.ndarrays of size one can be passed by
+# value"), naming neither the parameter nor the fix; the call checks (issue 50) name `x` and
 # `cp.asarray(x)` before the launch.
 import cupy as cp
 import numpy as np

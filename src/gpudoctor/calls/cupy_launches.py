@@ -98,7 +98,8 @@ def _check_pointer(
     host = _host_array(value)
     if host is not None:
         return _mismatch(kernel, at, site, parameter, host, "the kernel reads device memory, and this is host "
-                         "memory (CuPy refuses a NumPy array, 'Unsupported type', without naming the argument)",
+                         "memory (CuPy 14 refuses a NumPy array larger than one element: 'Only numpy.ndarrays of "
+                         "size one can be passed by value', naming no parameter)",
                          f"cp.asarray({name})", Kind.HOST_POINTER, LaunchKind.CUPY_HOST_ARRAY)  # fmt: skip
     if isinstance(value, int) and not isinstance(value, bool) and value >= SMALLEST_ADDRESS:
         if driver_knows(value) is False and (mapping := host_mapping(value, maps())) is not None:

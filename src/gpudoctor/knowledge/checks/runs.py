@@ -173,7 +173,12 @@ def reproducer_instruments_clean(report: Report) -> list[PredicateEvidence]:
         return []
     if right_when_synchronous(result):
         return []  # found: the result is right when launches wait (its own entry)
-    return [(f"compute-sanitizer {s.get('instrument')}: 0 errors ({s.get('seconds')} s)", RUN_ID) for s in runs]
+    return [(f"{_tool_name(s)}: 0 errors ({s.get('seconds')} s)", RUN_ID) for s in runs]
+
+
+def _tool_name(said: dict[str, object]) -> str:
+    tool = str(said.get("instrument"))
+    return "torch's CUDA stream sanitizer" if tool == "torch-stream-sanitizer" else f"compute-sanitizer {tool}"
 
 
 @predicate("reproducer_host_crashed")
