@@ -18,7 +18,10 @@ REFUSES = "refuses"
 RIGHT = "right"
 READS_WRONG = "reads wrong"
 WRITES_WRONG = "writes wrong"
-WRONG = (READS_WRONG, WRITES_WRONG)
+FAULTS = "faults"  # the GPU faulted on the call (a misaligned or illegal access): the context is lost after it
+NOT_RUN = "not run"
+WRONG = (READS_WRONG, WRITES_WRONG, FAULTS)
+_FAULT_WORDS = ("misaligned address", "illegal memory access", "unspecified launch failure", "illegal instruction")
 
 
 def _views(torch, device):
@@ -57,8 +60,9 @@ def _try_case(ctx, torch, call, name, role, view, added):
         if written.is_cuda:
             torch.cuda.synchronize()
     except Exception as error:  # what this MAX says of the layout is the finding
-        case["does"] = REFUSES
-        case["error"] = "%s: %s" % (type(error).__name__, str(error).strip().splitlines()[0][:300] if str(error) else "")
+        text = str(error).strip().splitlines()[0][:300] if str(error) else ""
+        case["does"] = FAULTS if any(w in str(error) for w in _FAULT_WORDS) else REFUSES
+        case["error"] = "%s: %s" % (type(error).__name__, text)
         return case
     got, want = written.detach().cpu(), expected.detach().cpu()
     if bool(torch.equal(got, want)):
@@ -110,21 +114,34 @@ def main(ctx):
     require_api(ctx, bridge, "CustomOpLibrary")
     library, _ = load_control_library(ctx, bridge)
     cases = {}
-    for name, role, view in _views(torch, device):
-        cases["custom op, " + name] = _try_case(ctx, torch, library.add_one, name, role, view, 1)
+    faulted = []  # a GPU fault is sticky: after it, no later call on this context says anything
+
+    def run_cases(op, call, added):
+        for name, role, view in _views(torch, device) if not faulted else ():
+            case = _try_case(ctx, torch, call, name, role, view, added)
+            cases[op + ", " + name] = case
+            if case["does"] == FAULTS:
+                faulted.append(op + ", " + name)
+                return
+
+    run_cases("custom op", library.add_one, 1)
     graph_op = getattr(bridge, "graph_op", None)
-    if graph_op is not None:
+    if graph_op is not None and not faulted:
         ctx.step("define graph_op")
 
         @graph_op
         def gpudoctor_layout_add_two(x):
             return x + 2
 
-        for name, role, view in _views(torch, device):
-            cases["graph_op, " + name] = _try_case(ctx, torch, gpudoctor_layout_add_two, name, role, view, 2)
+        run_cases("graph_op", gpudoctor_layout_add_two, 2)
+    if faulted:
+        ctx.detail("faulted_at", faulted[0])
+        ctx.detail("not_run", "the cases after %s: the GPU context is lost after a fault" % faulted[0])
     ctx.detail("cases", cases)
     owner = None
     try:
+        if faulted:
+            raise RuntimeError("the GPU context was lost to the fault at %s" % faulted[0])
         layout_library, _ = load_control_library(ctx, bridge, "unwritten")
         owner, said = _output_buffer(ctx, torch, layout_library, device)
         ctx.detail("output_buffer", owner)
@@ -136,6 +153,11 @@ def main(ctx):
     ctx.detail("reads_wrong", bool(wrong))
     ctx.detail("wrong_cases", wrong)
     said = "; ".join(_said(cases, op) for op in ("custom op", "graph_op") if any(n.startswith(op) for n in cases))
+    ctx.check(
+        not faulted,
+        "MAX on %s faults on the GPU for %s (%s); the cases after it were not run"
+        % (device, faulted[0] if faulted else "", cases[faulted[0]]["error"] if faulted else ""),
+    )
     ctx.check(
         not wrong,
         "MAX on %s computes a wrong result, without an error, for %s (%s)"
