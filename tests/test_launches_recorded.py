@@ -78,3 +78,20 @@ def test_the_layout_contract_probe_on_the_h100_is_a_matrix_row() -> None:
     report, _ = _replayed("h100/launches/layout-contract-h100")
     cuda = report.result("layout-contract/cuda")
     assert cuda is not None and "misaligned address" in (cuda.summary or "")
+
+
+def test_on_the_h100_max_reads_views_wrong_and_faults_on_one() -> None:
+    """MAX 26.7 on CUDA: a custom op reads a transposed or sliced input and writes a transposed output as if
+    contiguous (wrong values, no error); a graph_op reads a transposed input wrong and faults on a sliced one."""
+    report, findings = _replayed("h100/launches/layout-contract-h100")
+    cuda = report.result("layout-contract/cuda")
+    assert cuda is not None
+    cases = cuda.details["cases"]
+    does = {name: case["does"] for name, case in cases.items()}
+    assert does["custom op, transposed input"] == "reads wrong" and does["custom op, sliced input"] == "reads wrong"
+    assert does["custom op, transposed output"] == "writes wrong" and does["custom op, row-sliced input"] == "right"
+    assert does["graph_op, transposed input"] == "reads wrong" and does["graph_op, sliced input"] == "faults"
+    assert cuda.details["faulted_at"] == "graph_op, sliced input"
+    assert cases["custom op, transposed input"]["got"][:4] == [2.0, 10.0, 18.0, 26.0]  # storage order, not x.t()'s
+    cpu = report.result("layout-contract/cpu")
+    assert cpu is not None and {c["does"] for c in cpu.details["cases"].values()} == {"refuses", "right"}

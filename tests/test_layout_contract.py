@@ -73,10 +73,11 @@ def test_each_view_is_named_with_its_strides_and_what_max_does_with_it() -> None
         "transposed on cuda": f"plus_one ({at}:16) reads its tensors as contiguous row-major storage; the call at "
         f"{SITE} passes `input` [4, 4] with strides (1, 4) (a transposed view): MAX 26.7 reads it as if contiguous on "
         "CUDA (wrong values, no error) — pass `input.contiguous()`, a contiguous copy",
-        # what 26.7 does with an output view on CUDA is not recorded yet: only the CPU's refusal is said
+        # an output view on CUDA, as the layout-contract probe recorded it on the H100 (2026-11-27)
         "transposed output": f"plus_one ({at}:15) reads its tensors as contiguous row-major storage; the call at "
         f'{SITE} passes `output` [4, 4] with strides (1, 4) (a transposed view): MAX 26.7 refuses it on the CPU ("'
-        f'{REFUSED}") — pass a contiguous tensor as the output and copy it into the view after the call',
+        f'{REFUSED}") and writes it as if contiguous on CUDA (wrong values, no error) — pass a contiguous tensor as '
+        "the output and copy it into the view after the call",
     }
     assert all(m is not None and m.kind is Kind.LAYOUT for m in said.values())
     # contiguous storage at an offset (a row slice) is what MAX reads right; one-element dims and empty tensors are
@@ -90,8 +91,11 @@ def test_each_view_is_named_with_its_strides_and_what_max_does_with_it() -> None
 def test_what_max_does_follows_the_recorded_releases() -> None:
     assert recorded((25, 3), "cpu", "input") is None  # 25.3 has no CustomOpLibrary: nothing recorded
     assert recorded((26, 1), "cpu", "output") and recorded((26, 7), "cuda", "input")
-    assert recorded((26, 6), "cuda", "input") is None and recorded((26, 7), "cuda", "output") is None
-    assert what_max_does("cuda", "output", (26, 7)) == ""
+    assert recorded((26, 6), "cuda", "input") is None  # only 26.7 was recorded on the H100
+    assert (
+        what_max_does("cuda", "output", (26, 7))
+        == ": MAX 26.7 writes it as if contiguous on CUDA (wrong values, no error)"
+    )
     assert what_max_does("cpu", "input", (25, 5)).startswith(": MAX 25.5 refuses it on the CPU")
     # MAX 25.4 takes the view on the CPU and reads (or writes) its storage as if contiguous (the matrix row)
     assert (

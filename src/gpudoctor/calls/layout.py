@@ -10,18 +10,21 @@ from dataclasses import dataclass
 from typing import Any
 
 # What MAX does with a view that is not contiguous row-major storage, per release line and device, as the
-# layout-contract probe recorded it (matrix rows of 2026-11-27 on the CPU; FACTS 2026-11-27 on the H100, an input).
+# layout-contract probe recorded it (matrix rows of 2026-11-27 on the CPU and on the H100: a custom op reads a
+# transposed or sliced input and writes a transposed output as if contiguous, with no error).
 # Each entry: (first release, last release or None, torch device type, role or "" for both, what it does). A release,
 # device and role not here are not recorded yet: the sentence names the op's expectation alone there.
 REFUSES_ON_CPU = 'refuses it on the CPU ("driver buffer\'s from_dlpack only accepts contiguous tensors")'
 READS_AS_CONTIGUOUS_ON_CPU = "reads it as if contiguous on the CPU (wrong values, no error)"
 WRITES_AS_CONTIGUOUS_ON_CPU = "writes it as if contiguous on the CPU (wrong values, no error)"
 READS_AS_CONTIGUOUS_ON_CUDA = "reads it as if contiguous on CUDA (wrong values, no error)"
+WRITES_AS_CONTIGUOUS_ON_CUDA = "writes it as if contiguous on CUDA (wrong values, no error)"
 RECORDED: tuple[tuple[tuple[int, ...], tuple[int, ...] | None, str, str, str], ...] = (
     ((25, 4), (25, 4), "cpu", "input", READS_AS_CONTIGUOUS_ON_CPU),
     ((25, 4), (25, 4), "cpu", "output", WRITES_AS_CONTIGUOUS_ON_CPU),
     ((25, 5), None, "cpu", "", REFUSES_ON_CPU),
     ((26, 7), (26, 7), "cuda", "input", READS_AS_CONTIGUOUS_ON_CUDA),
+    ((26, 7), (26, 7), "cuda", "output", WRITES_AS_CONTIGUOUS_ON_CUDA),
 )
 
 
