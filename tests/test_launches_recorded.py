@@ -83,7 +83,7 @@ def test_the_layout_contract_probe_on_the_h100_is_a_matrix_row() -> None:
 def test_on_the_h100_max_reads_views_wrong_and_faults_on_one() -> None:
     """MAX 26.7 on CUDA: a custom op reads a transposed or sliced input and writes a transposed output as if
     contiguous (wrong values, no error); a graph_op reads a transposed input wrong and faults on a sliced one."""
-    report, findings = _replayed("h100/launches/layout-contract-h100")
+    report, _findings = _replayed("h100/launches/layout-contract-h100")
     cuda = report.result("layout-contract/cuda")
     assert cuda is not None
     cases = cuda.details["cases"]
