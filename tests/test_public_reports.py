@@ -73,3 +73,17 @@ def test_the_same_error_finds_the_reports_that_solved_it_and_a_foreign_one_finds
     assert all("flash-attention" in line or "flash" in line.lower() for line in threads[:2])
     # words of another world share no rare word with the corpus: nothing is claimed
     assert load_corpus().nearest(["ZeroDivisionError: the quokka ledger overflowed its marmalade budget"]) == []
+
+
+def test_a_tracebacks_code_lines_and_a_builds_wrapper_lines_are_not_the_error() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/x/numba/cuda/cudadrv/driver.py", line 330, in _check_ctypes_error\n'
+        "    raise CudaAPIError(retcode, msg)\n"
+        "numba.cuda.cudadrv.driver.CudaAPIError: [700] Call to cuLaunchKernel results in UNKNOWN_CUDA_ERROR\n"
+        "ninja: build stopped: subcommand failed.\n"
+        "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.\n"
+    )
+    assert error_lines(text) == [
+        "numba.cuda.cudadrv.driver.CudaAPIError: [700] Call to cuLaunchKernel results in UNKNOWN_CUDA_ERROR"
+    ]

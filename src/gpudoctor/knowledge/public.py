@@ -80,10 +80,27 @@ def signature(lines: Iterable[str]) -> list[str]:
     return words
 
 
+# Lines that say a build or a subprocess failed, not why: every failed build prints them (matching on them alone
+# would call any two failed builds the same error).
+_WRAPPER = re.compile(
+    r"ninja: build stopped|Error compiling objects for extension|CalledProcessError|subprocess-exited-with-error|"
+    r"Failed building wheel|Could not build wheels|error: command .* failed with exit (?:code|status)|"
+    r"note: This error originates from a subprocess|exit code: \d+|ERROR: Failed to build"
+)
+_FRAME_LINE = re.compile(r'^\s*File "[^"]*", line \d+')
+
+
 def error_lines(text: str) -> list[str]:
-    """The lines of a failure's text that say what failed (its last MAX_TEXT_LINES lines read)."""
+    """The lines of a failure's text that say what failed (its last MAX_TEXT_LINES lines read): not a traceback's
+    frames or the code lines under them (`raise CudaAPIError(retcode, msg)` is where, not what), nor a build's
+    wrapper lines."""
     lines = text.splitlines()[-MAX_TEXT_LINES:]
-    found = [line.strip() for line in lines if _ERROR_LINE.search(line) and not line.lstrip().startswith("File ")]
+    found = []
+    for n, line in enumerate(lines):
+        if _FRAME_LINE.match(line) or (n and _FRAME_LINE.match(lines[n - 1])) or _WRAPPER.search(line):
+            continue
+        if _ERROR_LINE.search(line):
+            found.append(line.strip())
     return list(dict.fromkeys(line[:400] for line in found if line))[-24:]
 
 
