@@ -8,6 +8,7 @@ Report.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -148,14 +149,6 @@ def _holder_line(holder: dict[str, Any], whose: str) -> str:
     return f"{whose} pid {holder['pid']}{command} held {_gib(holder['bytes'])} ({holder['from']})"
 
 
-def _others(facts: dict[str, Any], this_pids: set[int]) -> list[dict[str, Any]]:
-    """Holders that are not the failing process: another program's (own False, or unknown from the text with a size
-    unlike the failing process's own), or the program's own children (own True)."""
-    this = facts["this"]
-    return [h for h in facts["holders"] if h["pid"] not in this_pids and not (
-        h["own"] is None and this is not None and abs(h["bytes"] - this) < 0.02 * max(this, 1))]  # fmt: skip
-
-
 def _failing_pids(result: ProbeResult, facts: dict[str, Any]) -> set[int]:
     """The failing process among NVML's holders: the program's own process holding the least (the one whose
     allocation failed holds what it had before)."""
@@ -171,20 +164,27 @@ def _would_fit(facts: dict[str, Any], held: float) -> bool:
     return asked is None or free is None or asked <= free + held
 
 
-@predicate("reproducer_memory_held_by_another_process")
-def reproducer_memory_held_by_another_process(report: Report) -> list[PredicateEvidence]:
-    """Out of memory while another program (not this one, not its children) holds enough that without it the
-    allocation would fit."""
+def _held_by(report: Report, whose: str, pick: Callable[[dict[str, Any], set[int]], bool]) -> list[PredicateEvidence]:
+    """Out of memory while the holders ``pick`` chooses hold enough that, without them, the allocation would fit (and
+    at least a quarter of what was asked): what was asked and free, then each of them, as ``whose``."""
     found = _oom(report)
     if found is None:
         return []
     result, _, facts = found
-    others = [h for h in _others(facts, _failing_pids(result, facts)) if h["own"] is False]
-    held = sum(h["bytes"] for h in others)
-    if not others or not _would_fit(facts, held) or (facts["asked"] is not None and held < 0.25 * facts["asked"]):
+    failing = _failing_pids(result, facts)
+    holders = [h for h in facts["holders"] if h["pid"] not in failing and pick(h, failing)]
+    held = sum(h["bytes"] for h in holders)
+    if not holders or not _would_fit(facts, held) or (facts["asked"] is not None and held < 0.25 * facts["asked"]):
         return []
     lines: list[PredicateEvidence] = [(_said(facts), result.id)]
-    return lines + [(_holder_line(h, "another process:"), result.id) for h in others[:6]]
+    return lines + [(_holder_line(h, whose), result.id) for h in holders[:6]]
+
+
+@predicate("reproducer_memory_held_by_another_process")
+def reproducer_memory_held_by_another_process(report: Report) -> list[PredicateEvidence]:
+    """Out of memory while another program (not this one, not its children: NVML watched them while it ran) holds
+    enough that without it the allocation would fit."""
+    return _held_by(report, "another process:", lambda h, _: h["own"] is False)
 
 
 @predicate("memory_held_by_a_process_the_text_names")
@@ -192,31 +192,20 @@ def memory_held_by_a_process_the_text_names(report: Report) -> list[PredicateEvi
     """Out of memory where only the failure's text names who holds the rest (torch's "Process N has X"; no NVML
     view of the run, as in a pasted log): whether the program started that process is not known."""
     found = _oom(report)
-    if found is None:
-        return []
-    result, _, facts = found
-    others = [h for h in _others(facts, set()) if h["own"] is None]
-    held = sum(h["bytes"] for h in others)
-    if not others or not _would_fit(facts, held) or (facts["asked"] is not None and held < 0.25 * facts["asked"]):
-        return []
-    lines: list[PredicateEvidence] = [(_said(facts), result.id)]
-    return lines + [(_holder_line(h, "a process other than the failing one:"), result.id) for h in others[:6]]
+    this = found[2]["this"] if found is not None else None
+
+    def other(holder: dict[str, Any], _: set[int]) -> bool:  # not the failing process itself, by its size
+        return holder["own"] is None and not (this is not None and abs(holder["bytes"] - this) < 0.02 * max(this, 1))
+
+    return _held_by(report, "a process other than the failing one:", other)
 
 
 @predicate("reproducer_memory_held_by_own_child")
 def reproducer_memory_held_by_own_child(report: Report) -> list[PredicateEvidence]:
     """Out of memory while processes the program itself started hold what the allocation needed."""
-    found = _oom(report)
-    if found is None:
+    if reproducer_memory_held_by_another_process(report):
         return []
-    result, _, facts = found
-    failing = _failing_pids(result, facts)
-    children = [h for h in facts["holders"] if h["own"] is True and h["pid"] not in failing]
-    held = sum(h["bytes"] for h in children)
-    if not children or not _would_fit(facts, held) or reproducer_memory_held_by_another_process(report):
-        return []
-    lines: list[PredicateEvidence] = [(_said(facts), result.id)]
-    return lines + [(_holder_line(h, "your program's own process"), result.id) for h in children[:6]]
+    return _held_by(report, "your program's own process", lambda h, _: h["own"] is True)
 
 
 @predicate("reproducer_allocation_larger_than_gpu")
