@@ -15,7 +15,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORDED = [ROOT / "tests" / "fixtures" / d for d in ("h100/classes", "h100/runs", "h100/verdicts", "h200x2-ranks")]
+RECORDED = [
+    ROOT / "tests" / "fixtures" / d
+    for d in ("h100/classes", "h100/runs", "h100/verdicts", "h200x2-ranks", "h100/launches", "h200x2-launches")
+]
 # Findings that blame the stack (MAX, a driver, a package): never right for a program's own fault.
 STACK_BLAME = frozenset({"max-cuda-illegal-address", "gpu-fault-in-the-stack-too", "torch-driver-too-old",
                          "cuda-runtime-newer-than-driver", "control-kernel-fails-too"})  # fmt: skip
