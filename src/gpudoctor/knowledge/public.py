@@ -88,6 +88,10 @@ _WRAPPER = re.compile(
     r"note: This error originates from a subprocess|exit code: \d+|ERROR: Failed to build"
 )
 _FRAME_LINE = re.compile(r'^\s*File "[^"]*", line \d+')
+# An indented Python statement is a traceback's code line, wherever the frame line above it was cut off.
+_CODE_LINE = re.compile(
+    r"^\s+(?:raise|return|assert|if|elif|for|while|with|def|class|yield|await)\b|^\s+[\w.]+\s*=[^=]"
+)
 
 
 def error_lines(text: str) -> list[str]:
@@ -98,6 +102,8 @@ def error_lines(text: str) -> list[str]:
     found = []
     for n, line in enumerate(lines):
         if _FRAME_LINE.match(line) or (n and _FRAME_LINE.match(lines[n - 1])) or _WRAPPER.search(line):
+            continue
+        if _CODE_LINE.match(line):
             continue
         if _ERROR_LINE.search(line):
             found.append(line.strip())
