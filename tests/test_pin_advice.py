@@ -93,13 +93,16 @@ def test_on_a_gpu_the_advice_tells_the_story_of_the_failing_probe_on_that_gpu() 
 
 
 def test_where_the_gpus_and_the_cpu_disagree_is_found_from_the_rows() -> None:
-    """From the committed rows: the one H100 result whose runs did not agree (26.2, custom-op-params/cuda), and no
-    GPU-only transition — every change the GPUs show along MAX, some CPU row shows at the same releases."""
+    """From the committed rows: the one H100 result whose runs did not agree (26.2, custom-op-params/cuda), the
+    layout contract that fails on the H100's CUDA where its CPU passes (MAX 26.7 reads views wrong there, issue 50),
+    and no GPU-only transition — every change the GPUs show along MAX, some CPU row shows at the same releases."""
     from gpudoctor.matrix.query import device_disagreements
 
     lines = device_disagreements(ROWS)
     assert lines == ["NVIDIA H100 80GB HBM3, torch 2.11.0, max 26.2.0: custom-op-params/cuda pass in the last 3 of 4 "
-                     "runs; the earlier ones ended otherwise"]  # fmt: skip
+                     "runs; the earlier ones ended otherwise",
+                     "NVIDIA H100 80GB HBM3, torch 2.11.0, max 26.7.0: layout-contract/cuda fail where "
+                     "layout-contract/cpu pass"]  # fmt: skip
     cpu_only = [row for row in ROWS if row.environment.get("gpu") == "cpu"]
     flipped = [dataclasses.replace(row, environment={**row.environment, "gpu": "NVIDIA H200"}) for row in cpu_only
                if row.environment.get("torch") == "2.6.0"]  # fmt: skip

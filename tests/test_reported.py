@@ -6,7 +6,7 @@ from pathlib import Path
 
 from conftest import run_cli
 
-from gpudoctor.knowledge.reported import reported
+from gpudoctor.facts.reported import reported
 
 COLLECT_ENV = """Collecting environment information...
 PyTorch version: 2.1.0+cu121

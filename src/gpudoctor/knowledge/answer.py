@@ -179,7 +179,7 @@ def answer(result: ProbeResult, text: str, environment: Environment, knowledge: 
     vocabulary = vocabulary or load_vocabulary()
     from_log = result.id == LOG_RUN_ID
     if from_log:  # a pasted log: the reporter's releases, as its text gives them, never this machine's
-        from gpudoctor.knowledge.reported import reported
+        from gpudoctor.facts.reported import reported
 
         stack = dataclasses.replace(environment.stack, requirements_unmet=None)
         environment = dataclasses.replace(environment, packages=dict(reported(text).packages), stack=stack)

@@ -64,7 +64,7 @@ def report_facts(report: Report) -> dict[str, str]:
         facts["gpu"], facts["compute_capability"] = "the GPU", "unknown"
     log = report.result(LOG_RUN_ID)
     if log is not None:  # a pasted log: the reporter's machine as its text gives it, never this one's
-        from gpudoctor.knowledge.reported import reported
+        from gpudoctor.facts.reported import reported
 
         said = reported(log.stderr_tail or "")
         facts = {**facts, "driver_cuda": said.driver_cuda or "not in the log", "torch_cuda": said.torch_cuda or

@@ -66,7 +66,7 @@ def header_lines(report: Report, result: ProbeResult) -> list[str]:
     """What was examined, where, and which packages its failure involves: three lines."""
     packages = involved_packages(report, result)
     if result.id == LOG_RUN_ID:
-        from gpudoctor.knowledge.reported import reported
+        from gpudoctor.facts.reported import reported
 
         gives = reported(result.stderr_tail or "").lines()
         log = (result.command or "a log").removeprefix("gpudoctor explain ")
