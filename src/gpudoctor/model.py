@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpudoctor.kernelsection import KernelSection
-from gpudoctor.protocol import DetailKey
+from gpudoctor.protocol import OWN_RUN_IDS, DetailKey
 from gpudoctor.stackfacts import StackFacts
 
 SCHEMA_VERSION = 1
@@ -335,3 +335,8 @@ class Report:
 
     def result(self, run_id: str) -> ProbeResult | None:
         return next((r for r in self.results if r.id == run_id), None)
+
+    def own_result(self) -> ProbeResult | None:
+        """The run of the user's own command (`gpudoctor run`) or log (`gpudoctor explain`) this report is about;
+        None for the doctor's own report."""
+        return next((r for run_id in OWN_RUN_IDS if (r := self.result(run_id)) is not None), None)

@@ -107,7 +107,7 @@ _OWN_KERNELS = re.compile(
 # as a check after a program's own kernels is): torch's own kernels on streams it chose, ordered or not.
 _USES_GPU = re.compile(r"\.cuda\(|device\s*=\s*['\"]cuda|torch\.cuda\.Stream|\.to\(\s*['\"]cuda")
 _TORCH_PROGRAM = re.compile(r"^\s*(?:import torch|from torch\b)", re.M)
-_OUT_OF_MEMORY = re.compile(r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|OutOfMemoryError")
+OUT_OF_MEMORY = re.compile(r"out of memory|CUDA_ERROROUT_OF_MEMORY|cudaErrorMemoryAllocation|OutOfMemoryError")
 _NO_BINARY = re.compile(r"CUDA_ERROR_NO_BINARY_FOR_GPU|no kernel image is available|cudaErrorNoKernelImageForDevice")
 _HOST_SIGNALS = ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL", "SIGFPE")
 MAX_SOURCE_BYTES = 1024 * 1024
@@ -154,7 +154,7 @@ def triage(result: ProbeResult, sources: Iterable[str] = ()) -> FailureClass:
     if _FORK.search(text) or (_FORKED_INIT.search(words) and _FORKED.search(text)):
         return FailureClass.PROCESS_MODEL
     # before the memory faults: torch's message for these advises compiling with device-side assertions too
-    if _OUT_OF_MEMORY.search(words):
+    if OUT_OF_MEMORY.search(words):
         return FailureClass.OUT_OF_MEMORY
     if _NO_BINARY.search(words):
         return FailureClass.NO_BINARY

@@ -15,9 +15,7 @@ from collections.abc import Iterable, Sequence
 
 from gpudoctor.knowledge.entry import Explanation, Knowledge, Role
 from gpudoctor.model import Finding, Relation, Report, Severity
-from gpudoctor.protocol import LOG_RUN_ID, REPRODUCER_RUN_ID
-
-USER_RUNS = frozenset({REPRODUCER_RUN_ID, LOG_RUN_ID})
+from gpudoctor.protocol import OWN_RUN_IDS
 
 
 def _entry(finding: Finding, entries: dict[str, Explanation]) -> Explanation | None:
@@ -38,7 +36,7 @@ def _on_failing_user_run(finding: Finding, failing: frozenset[str]) -> bool:
 def one_verdict(report: Report, findings: Sequence[Finding], knowledge: Knowledge) -> tuple[Finding, ...]:
     """``findings`` with, for the failing user run, every finding but the leading cause (and any independent second
     cause) marked ``part_of`` the cause it supports or follows from, and made a notice."""
-    failing = frozenset(r.id for r in report.results if r.id in USER_RUNS and (r.outcome.is_problem or any(
+    failing = frozenset(r.id for r in report.results if r.id in OWN_RUN_IDS and (r.outcome.is_problem or any(
         f.is_problem and r.id in f.runs for f in findings)))  # fmt: skip
     if not failing:
         return tuple(findings)

@@ -9,7 +9,7 @@ import re
 from collections import Counter
 
 from gpudoctor.model import ProbeResult, Report
-from gpudoctor.protocol import LOG_RUN_ID, REPRODUCER_RUN_ID
+from gpudoctor.protocol import LOG_RUN_ID
 
 # An import root seen in a failure's paths -> the distributions that install it (a prefix ends with "-").
 _DISTRIBUTIONS = {
@@ -21,11 +21,6 @@ _DISTRIBUTIONS = {
 _PACKAGE_PATH = re.compile(
     r"(?:site|dist)-packages/([A-Za-z_]\w*)|/(max)/(?:engine|experimental|driver|graph|_core|torch)\b"
 )
-
-
-def user_run(report: Report) -> ProbeResult | None:
-    """The run of the user's own command or log this report is about; None for the doctor's own report."""
-    return report.result(REPRODUCER_RUN_ID) or report.result(LOG_RUN_ID)
 
 
 def _roots(result: ProbeResult) -> list[str]:

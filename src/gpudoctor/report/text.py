@@ -9,7 +9,7 @@ import re
 
 from gpudoctor.kernelsection import KernelTensorArg
 from gpudoctor.model import Environment, Finding, Outcome, ProbeResult, Report
-from gpudoctor.report.header import header_lines, user_run
+from gpudoctor.report.header import header_lines
 from gpudoctor.safetext import safe_text
 from gpudoctor.stackfacts import BuildFacts, StackFacts
 
@@ -285,7 +285,7 @@ def _finding_markdown(report: Report, finding: Finding) -> list[str]:
 
 
 def _markdown(report: Report, tail_lines: int) -> str:
-    subject = user_run(report)
+    subject = report.own_result()
     leading, aside = report.findings_in_order()
     environment = ["| | |", "| --- | --- |"]
     environment += [f"| {_cell(label)} | {_cell(value)} |" for label, value in environment_rows(report.environment)]
@@ -342,7 +342,7 @@ def _finding_text(report: Report, finding: Finding) -> list[str]:
 def to_text(report: Report) -> str:
     """Plain text for a terminal that is not interactive or a pipe. A report about one failure (`run`, `explain`)
     opens with a header of three lines and its verdict; the doctor's own report with the whole inventory."""
-    subject = user_run(report)
+    subject = report.own_result()
     leading, aside = report.findings_in_order()
     if subject is not None:
         lines = [safe_text(line) for line in header_lines(report, subject)]

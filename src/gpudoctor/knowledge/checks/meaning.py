@@ -13,15 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from gpudoctor.instruments.explain import overflow_in_line
-from gpudoctor.instruments.triage import failing_words
+from gpudoctor.instruments.triage import OUT_OF_MEMORY, failing_words
 from gpudoctor.knowledge.checks.runs import of_kinds, right_when_synchronous, synchronous_rerun
 from gpudoctor.knowledge.registry import PredicateEvidence, predicate
 from gpudoctor.model import Outcome, ProbeResult, Report
-from gpudoctor.protocol import LOG_RUN_ID, REPRODUCER_RUN_ID, ReproducerDetail
-
-
-def _run(report: Report) -> ProbeResult | None:
-    return report.result(REPRODUCER_RUN_ID) or report.result(LOG_RUN_ID)
+from gpudoctor.protocol import REPRODUCER_RUN_ID, ReproducerDetail
 
 
 def _class(result: ProbeResult) -> str:
@@ -79,7 +75,6 @@ def reproducer_right_when_synchronous(report: Report) -> list[PredicateEvidence]
 
 
 # --- out of memory: what was asked, what was free, who holds the rest ------------------------------------------------
-_OUT_OF_MEMORY = re.compile(r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|OutOfMemoryError")
 _SIZE = r"([\d.,]+\s*[KMGTP]?i?B|[\d,]+ bytes)"
 _ASKED = re.compile(r"Tried to allocate " + _SIZE + r"|[Oo]ut of memory allocating " + _SIZE)
 _CAPACITY = re.compile(r"GPU (\d+) has a total capacity of " + _SIZE + r" of which " + _SIZE + r" is free")
@@ -113,11 +108,11 @@ def _holders(result: ProbeResult, text: str) -> list[dict[str, Any]]:
 
 
 def _oom(report: Report) -> tuple[ProbeResult, str, dict[str, Any]] | None:
-    result = _run(report)
+    result = report.own_result()
     if result is None or not result.outcome.is_problem:
         return None
     text = "\n".join(p for p in (result.message, result.stderr_tail, result.summary) if p)
-    if _class(result) != "out-of-memory" and not _OUT_OF_MEMORY.search(failing_words(result)):
+    if _class(result) != "out-of-memory" and not OUT_OF_MEMORY.search(failing_words(result)):
         return None  # (a run recorded before the class existed is read from its own words)
     asked = _ASKED.search(text)
     capacity = _CAPACITY.search(text)
@@ -261,7 +256,7 @@ _LIBRARY = re.compile(r"(?:site|dist)-packages|/lib/python\d|^<frozen|^<string>"
 def python_error_in_own_code(report: Report) -> list[PredicateEvidence]:
     """A Python exception whose words say nothing of a GPU, raised in a frame of the user's own files (not a library
     it called): the traceback already says what and where."""
-    result = _run(report)
+    result = report.own_result()
     if result is None or result.outcome is not Outcome.FAIL or not result.exception_type:
         return []
     if _class(result) != "python-error" or not result.frames or result.exception_type in _CHECKS:
@@ -294,7 +289,7 @@ def reproducer_error_read_back(report: Report) -> list[PredicateEvidence]:
 def same_error_in_public_reports(report: Report) -> list[PredicateEvidence]:
     """The public reports (knowledge.public) whose error is the same as the failing run's, closest first, each
     with what caused it and what fixed it."""
-    result = _run(report)
+    result = report.own_result()
     if result is None or not result.outcome.is_problem:
         return []
     from gpudoctor.knowledge.public import COMMON, SHOWN, error_lines, load_corpus, said
