@@ -66,3 +66,130 @@ def test_a_common_errors_reports_are_never_read_as_one_cause() -> None:
     # the words every faulting kernel's report carries: no report is "the same error" on them alone
     assert corpus.nearest(["RuntimeError: CUDA error: an illegal memory access was encountered"]) == []
     assert corpus.nearest(["RuntimeError: CUDA error: device-side assert triggered"]) == []
+
+
+def _said(tmp_path: Path, text: str) -> tuple[str, list[dict[str, object]]]:
+    plain, report = _explain(tmp_path, text)
+    return plain, report["findings"]  # type: ignore[return-value]
+
+
+def _ids(findings: list[dict[str, object]]) -> list[object]:
+    return [f["id"] for f in findings]
+
+
+def test_a_compilers_crash_is_its_compile_never_a_run_time_fault(tmp_path: Path) -> None:
+    # an MLIR pass of Triton's that failed on an assertion in the compiler's own C++ source
+    triton = ("kernel.py:31:0: error: Failures have been detected while processing an MLIR pass pipeline\n"
+              "note: Pipeline failed while executing [`TritonGPUPipeline` on 'builtin.module' operation]\n"
+              "/src/llvm/include/llvm/Support/Casting.h:566: Assertion `isa<To>(Val) && \"cast<Ty>() argument of "
+              "incompatible type!\"' failed.\n")  # fmt: skip
+    plain, _ = _said(tmp_path, triton)
+    assert "Triton failed during jit-compile" in plain and "internal checks while compiling" in plain
+    assert "compute-sanitizer" not in plain and "TRITON_REPRODUCER_PATH" in plain
+    # Mojo's crash reporter, with the compiler's own frames and no word "error"
+    mojo = ("#7 0x000055d1c2a1 M::KGEN::KGENCompiler::runKGENPipeline(mlir::ModuleOp) KGENCompiler.cpp:0:0\n"
+            "#8 0x000055d1c2b0 main mojo.cpp:0:0\nmojo crashed!\nPlease file a bug report.\n")  # fmt: skip
+    plain, _ = _said(tmp_path, mojo)
+    assert "no failure found" not in plain
+    assert "the Mojo toolchain (MAX) failed during jit-compile" in plain and "TRITON_" not in plain
+    # NVRTC's error in a header a library ships: the kernel's compile, NVRTC's words, called from CuPy
+    nvrtc = ('  File "cupy/_core/raw.pyx", line 377, in cupy._core.raw.RawModule.get_function\n'
+             "cupy.cuda.compiler.CompileException: /site-packages/cupy/_core/include/cupy/complex.h(94): error: "
+             "incomplete type is not allowed\n"
+             '1 error detected in the compilation of "/tmp/tmpab12/kern.cu".\n')  # fmt: skip
+    plain, _ = _said(tmp_path, nvrtc)
+    assert "NVRTC (CUDA's runtime compiler), called from CuPy" in plain and "during jit-compile" in plain
+    # numba-cuda's IR refused by libNVVM
+    nvvm = (
+        '  File "/env/lib/python3.10/site-packages/numba/cuda/cudadrv/nvvm.py", line 270, in compile\n'
+        "    self._try_error(err, 'Failed to verify\\n')\nnumba.cuda.cudadrv.error.NvvmError: Failed to verify\n"
+    )
+    plain, _ = _said(tmp_path, nvvm)
+    assert "during jit-compile: libNVVM" in plain and "numba -s" in plain
+
+
+def test_the_layer_that_printed_it_is_not_taken_for_the_one_at_fault(tmp_path: Path) -> None:
+    # a package's own extension asks for an older CUDA's runtime: the package, not torch beside it
+    text = ("----> 1 import ctc_ext\n\n~/env/lib/python3.8/site-packages/ctc_ext-0.2-py3.8-linux-x86_64.egg/ctc_ext/"
+            "__init__.py in <module>\n      3 from torch.autograd import Function\n----> 5 from ._ctc import *\n\n"
+            "ImportError: libcudart.so.10.1: cannot open shared object file: No such file or directory\n")  # fmt: skip
+    plain, findings = _said(tmp_path, text)
+    assert "The package ctc_ext cannot load libcudart.so.10.1" in plain
+    assert "reinstall torch" not in plain and "shared-library-not-found-torch" not in _ids(findings)
+    # Triton's own binary refused as it was loaded: not torch's arch list
+    text = (
+        '  File "/usr/lib/python3.12/site-packages/triton/compiler/compiler.py", line 412, in _init_handles\n'
+        "    self.module, self.function, self.n_regs, self.n_spills = driver.active.utils.load_binary(\n"
+        "RuntimeError: Triton Error [CUDA]: no kernel image is available for execution on the device\n"
+    )
+    plain, _ = _said(tmp_path, text)
+    assert "Triton's own binary" in plain and "torch's arch list and TORCH_CUDA_ARCH_LIST do not apply" in plain
+    # an out-of-memory after the memory in use grew at every step is a leak, not a batch too large
+    text = "".join(f"step {n * 100} loss 2.{9 - n} allocated: {1.2 * n:.2f} GiB\n" for n in range(1, 5)) + (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. GPU 0 has a total capacity of "
+        "7.79 GiB of which 41.00 MiB is free.\n"
+    )
+    plain, findings = _said(tmp_path, text)
+    assert _ids(findings)[0] == "gpu-memory-grows-until-out-of-memory"
+    assert "grew from 1.20 GiB to 4.80 GiB over 4 readings" in plain
+    # the same figures flat: not a leak (the ordinary answer)
+    flat = (
+        text.replace("allocated: 2.40", "allocated: 1.20")
+        .replace("allocated: 3.60", "allocated: 1.20")
+        .replace("allocated: 4.80", "allocated: 1.21")
+    )
+    _, findings = _said(tmp_path, flat)
+    assert "gpu-memory-grows-until-out-of-memory" not in _ids(findings)
+
+
+def test_a_frame_or_a_diagnostic_is_not_taken_for_the_cause(tmp_path: Path) -> None:
+    # an idle thread's frame in Python's own library is never "your program"
+    text = ('Thread 0x7f (most recent call first):\n  File "/usr/lib/python3.11/threading.py", line 331 in wait\n'
+            'Current thread 0x7e (most recent call first):\n  File "/env/lib/python3.11/site-packages/cupy/_core/'
+            'core.py", line 88 in get\nFatal Python error: Segmentation fault\n')  # fmt: skip
+    plain, _ = _said(tmp_path, text)
+    assert "threading.py" not in plain and "your program" not in plain
+    # a diagnostic's own error beside a list of packages of two CUDA majors: the mix is the answer
+    text = ("$ numba -s\n__CUDA Information__\nError: cannot query the runtime version: CudaSupportError\n"
+            "__Installed Packages__\ncuda-bindings 13.0.3\nnvidia-cuda-runtime-cu12 12.8.90\n"
+            "nvidia-nvjitlink-cu12 12.8.93\nnumba-cuda 0.19.1\n")  # fmt: skip
+    plain, findings = _said(tmp_path, text)
+    assert _ids(findings)[0] == "packages-of-two-cuda-majors-in-text"
+    assert "CUDA 12: nvidia-cuda-runtime-cu12, nvidia-nvjitlink-cu12; CUDA 13: cuda-bindings 13.x" in plain
+
+
+def test_numbers_without_their_words_are_named(tmp_path: Path) -> None:
+    # a kernel log's Xid codes: each said, the hardware's looked at first
+    text = ("[10.1] NVRM: Xid (PCI:0000:00:05): 43, pid=104, name=pt_main_thread, Ch 00000008\n"
+            "[11.2] NVRM: Xid (PCI:0000:00:07): 31, pid=251, name=python3.10, Ch 00000008, intr 00000000. MMU Fault\n"
+            "[12.3] NVRM: Xid (PCI:0000:00:08): 95, pid='<unknown>', name=<unknown>, Uncontained: FBHUB\n")  # fmt: skip
+    plain, _ = _said(tmp_path, text)
+    assert "Xid 43 (process pt_main_thread): GPU stopped processing" in plain
+    assert "Xid 31 (process python3.10): GPU memory page fault" in plain
+    assert "next: Xid 95 first (the GPU's hardware or platform): reset the GPU" in plain
+    # a bare CUDA status: named in the numbering of the reporter's CUDA, both where the log gives none
+    plain, _ = _said(tmp_path, "RuntimeError: cuda runtime error (100)\n")
+    assert "CUDA status 100 is cudaErrorNoDevice" in plain and "during load" in plain
+    plain, _ = _said(tmp_path, "CUDA used to build PyTorch: 9.0\nRuntimeError: cuda runtime error (38)\n")
+    assert "CUDA status 38 is cudaErrorNoDevice" in plain and "CUDA 10.0 and before" in plain
+    plain, _ = _said(tmp_path, "RuntimeError: cuda runtime error (4)\n")
+    assert "cudaErrorCudartUnloading" in plain and "cudaErrorLaunchFailure in CUDA 10.0 and before" in plain
+    # the display watchdog's words
+    plain, _ = _said(tmp_path, "RuntimeError: CUDA error: the launch timed out and was terminated\n")
+    assert "display watchdog" in plain and "display_active" in plain
+
+
+def test_more_failures_in_their_own_words_are_never_no_failure(tmp_path: Path) -> None:
+    for text, said in (
+        ("ValueError: mod.Foo has the wrong size, try recompiling. Expected 48, got 40\n", "during import"),
+        ("[0.9] NVRM: No NVIDIA graphics adapter found!\n[0.9] NVRM: NVIDIA init module failed!\n", "lspci -nnk"),
+        ("'sm_130' is not a recognized processor for this target (ignoring processor)\n", "does not know sm_130"),
+        ('Mojo fails with "not a recognized processor"\n', "a newer release"),
+        (
+            "[/usr/local/lib/python3.10/dist-packages/torch/_inductor/compile_fx.py](https://localhost:8080/#) in "
+            "compile_fx(model_, example_inputs_)\n-> 1150         return aot_autograd(\n",
+            "during jit-compile",
+        ),
+    ):
+        plain, _ = _said(tmp_path, text)
+        assert "no failure found" not in plain and said in plain, (text, plain)

@@ -25,6 +25,11 @@ IMPORT_PACKAGES = {
     "cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy"), "numba_cuda": ("numba-cuda",),
     "cuda": ("cuda-bindings", "cuda-core", "cuda-python"),
 }  # fmt: skip
+# The phase a status's kind means, where the text's words show none (a bare "cuda runtime error (100)")
+STATUS_PHASES = {"driver-did-not-initialise": "load", "driver-older-than-runtime": "load", "no-binary-for-gpu": "load",
+                 "context-not-made-current": "load", "kernel-fault": "synchronise", "device-assertion": "synchronise",
+                 "launch-refused": "launch", "launch-timed-out": "run", "gpu-out-of-memory": "run",
+                 "teardown-error": "exit"}  # fmt: skip
 NEAR_MINORS = 2  # a compiler's neighbouring releases: this many release lines before the installed one
 
 
@@ -176,25 +181,40 @@ def bisect_proposal(result: ProbeResult, dist: tuple[str, str], environment: Env
 
 def answer(result: ProbeResult, text: str, environment: Environment, knowledge: Knowledge,
            vocabulary: Vocabulary | None = None) -> Answer:  # fmt: skip
+    from gpudoctor.knowledge.codes import bare_status, xid_values
+
     vocabulary = vocabulary or load_vocabulary()
     from_log = result.id == LOG_RUN_ID
+    cuda = environment.stack.torch_cuda if not from_log else None
     if from_log:  # a pasted log: the reporter's releases, as its text gives them, never this machine's
         from gpudoctor.facts.reported import reported
 
+        given = reported(text)
+        cuda = given.torch_cuda
         stack = dataclasses.replace(environment.stack, requirements_unmet=None)
-        environment = dataclasses.replace(environment, packages=dict(reported(text).packages), stack=stack)
+        environment = dataclasses.replace(environment, packages=dict(given.packages), stack=stack)
     reading = read(text, vocabulary)
     component, name, component_id, dist = _component(reading, text, environment, knowledge, vocabulary)
+    status = bare_status(text, cuda, environment.packages.get("torch"))  # "cuda runtime error (100)": which status
+    if reading.phase is None and status is not None and status[1] in STATUS_PHASES:
+        reading = dataclasses.replace(reading, phase=STATUS_PHASES[status[1]])
     phase_words, phase_id = _phase(result, reading)
     phase: Phase = vocabulary.phases[phase_id]
     kind = reading.kind
+    if kind is None and status is not None and status[1] is not None:
+        kind = vocabulary.kinds[status[1]]
     in_run = result.id == REPRODUCER_RUN_ID  # a report of `gpudoctor run`: the command already ran, instrumented
     command = _command(result)
-    values = {**reading.values, "component": name, "command": command, "package": dist[0] if dist else name}
+    values = {**reading.values, "component": name, "command": command, "package": dist[0] if dist else name,
+              **xid_values(text)}  # fmt: skip
+    if reading.component is not None and reading.component.reproducer:
+        values["reproducer"] = reading.component.reproducer
     if kind is not None and kind.near_releases:
         packages = reading.component.packages if reading.component is not None else ()
         values["near"] = near_releases(dist, packages, command)
     means = fill(kind.means if kind is not None else phase.means, values)
+    if status is not None and not reading.values.get("message"):  # a number without its words: named first
+        means = f"{status[0]}: {means}"
     own, in_run_own = (kind.experiment, kind.experiment_in_run) if kind else (phase.experiment, phase.experiment_in_run)
     experiment = fill(in_run_own if in_run and in_run_own else own, values)
     if dist is not None and _frames_of_one_package(text, dist):

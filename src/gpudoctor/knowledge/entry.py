@@ -72,7 +72,9 @@ class InRun:
     ``stack_only``: the entry blames the stack, so a user's run (a kernel, a command) is not its evidence where
     gpudoctor's own known-good kernels passed beside it on the same device and stack; ``where_controls_pass``: the
     other way round, the entry says the user's code is at fault, so only such a run is its evidence (and the
-    controls that passed are named beside it)."""
+    controls that passed are named beside it). ``requester``: the failure is the asking code's (a loader's "cannot
+    open shared object file" is the library that imported it), so an installed package no toolchain's frame marks name,
+    innermost in the traceback, is named rather than a toolchain whose marks are elsewhere in the text."""
 
     evidence: tuple[Evidence, ...] = ()
     toolchain: str | None = None
@@ -85,6 +87,7 @@ class InRun:
     instead_of: tuple[str, ...] = ()
     stack_only: bool = False
     where_controls_pass: bool = False
+    requester: bool = False  # whoever asked is the innermost frame's package, where no toolchain's marks name it
 
     def search(self, text: str) -> re.Match[str] | None:
         """The first of ``patterns`` found in ``text``, unless one of ``unless`` is there too."""

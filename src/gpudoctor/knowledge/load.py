@@ -217,7 +217,7 @@ def _in_run(where: str, shape: InRunShape, toolchains: set[str], compile_now: bo
         unless=_patterns(f"{where}: field 'unless'", shape.unless, compile_now),
         toolchains=tuple(shape.toolchains), implied=shape.implied, unexplained=shape.unexplained,
         located=shape.located, instead_of=tuple(shape.instead_of), stack_only=shape.stack_only,
-        where_controls_pass=shape.where_controls_pass,
+        where_controls_pass=shape.where_controls_pass, requester=shape.requester,
     )  # fmt: skip
 
 

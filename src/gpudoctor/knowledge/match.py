@@ -18,9 +18,11 @@ from gpudoctor.knowledge.before import seen_before
 from gpudoctor.knowledge.checks.report import controls_beside, controls_pass_beside
 from gpudoctor.knowledge.entry import ANY_PROBE, Evidence, Explanation, Knowledge
 from gpudoctor.knowledge.load import load_knowledge
+from gpudoctor.knowledge.reading import innermost_package
 from gpudoctor.knowledge.registry import REGISTRY
 from gpudoctor.knowledge.text import fill
 from gpudoctor.knowledge.verdict import one_verdict
+from gpudoctor.knowledge.vocabulary import load_vocabulary
 from gpudoctor.model import Environment, Finding, ProbeResult, Report, Severity
 from gpudoctor.protocol import KERNEL_PROBE, LOG_RUN_ID, MISSING_NAME_DETAIL, REPRODUCER_RUN_ID
 
@@ -286,6 +288,9 @@ def _general_findings(report: Report, knowledge: Knowledge, explained: Mapping[s
                 toolchain = knowledge.toolchain(entry.in_run.implied)
             values = {**facts, **{k: v for k, v in found.groupdict().items() if v}}
             values["toolchain"] = toolchain.name if toolchain else UNIDENTIFIED
+            if entry.in_run.requester and (asking := innermost_package(text, load_vocabulary())) is not None:
+                toolchain = None  # the package that asked, innermost in the traceback: its own extension's need
+                values["toolchain"] = f"the package {asking}"
             if toolchain is not None and toolchain is emitter:
                 values["emitter"] = toolchain.name  # only where the text's marks name it ({emitter?})
             finding_id = f"{entry.id}-{toolchain.id}" if toolchain else entry.id

@@ -15,14 +15,17 @@ from dataclasses import dataclass, field
 from gpudoctor.knowledge.vocabulary import COMPILE, Component, Kind, Mark, Vocabulary
 
 # A traceback frame's file, in the forms tracebacks print: Python's `File "X", line N`, IPython's `File X:N, in` and
-# `X in f()`, and gpudoctor's own `X:N in f` (knowledge.match.searchable).
+# `X in f()`, a notebook's `[X](link) in f(`, and gpudoctor's own `X:N in f` (knowledge.match.searchable).
 _FRAMES = re.compile(
     r'File "(?P<quoted>[^"\n]+)", line \d+'
     r"|File (?P<ipython>[^\s\"]+\.pyx?):\d+, in "
-    r"|(?m:^)(?P<old>[~/\w.\\:-]+\.pyx?) in \S+\("
+    r"|(?m:^)(?P<old>[~/\w.\\:-]+\.pyx?) in (?:\S+\(|<module>)"
     r"|(?m:^)(?P<own>[^\s\"]+\.pyx?):\d+ in \S"
+    r"|(?m:^)\[(?P<colab>[^\]\s]+\.pyx?)\]\([^)\s]*\) in \S"  # a notebook's (Colab's) linked frame
 )
-_INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\](?P<package>[A-Za-z0-9_]+)(?:[/\\]|\.py)")
+_INSTALLED = re.compile(
+    r"[/\\](?:site|dist)-packages[/\\](?:[\w.+-]+\.egg[/\\])?(?P<package>[A-Za-z0-9_]+)(?:[/\\]|\.py)"
+)
 # Python's own library (threading.py, runpy.py, concurrent/futures): never "your program" (an idle thread's frame)
 _STDLIB = re.compile(
     r"[/\\]lib[/\\]python\d(?:\.\d+)?[/\\](?!(?:site|dist)-packages)|^<frozen |[/\\]Lib[/\\](?!site-packages)"
@@ -93,6 +96,13 @@ def _innermost_frame(text: str, vocabulary: Vocabulary) -> tuple[Component | Non
     component = next((m.component for m in vocabulary.marks if m.kind == "frame" and m.pattern.search(path)), None)
     package = None if component else _INSTALLED.search(path)["package"]  # type: ignore[index]
     return component, package, own_frame
+
+
+def innermost_package(text: str, vocabulary: Vocabulary) -> str | None:
+    """The import name of the innermost installed frame's package, where no frame mark names a component for it (an
+    extension of its own: warpctc_pytorch, not torch)."""
+    component, package, _ = _innermost_frame(text, vocabulary)
+    return package if component is None else None
 
 
 def _builder(text: str, vocabulary: Vocabulary, frame_component: Component | None) -> Component | None:

@@ -56,6 +56,7 @@ class InRunShape:
     instead_of: tuple[str, ...] = ()
     stack_only: bool = False
     where_controls_pass: bool = False
+    requester: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,7 @@ class ComponentShape:
     compiles: str | None = None
     phase: str | None = None
     builds: bool = False
+    reproducer: str | None = None
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ COMPILES = ("build", "jit-compile")
 # The phases gpudoctor's own answer names beside those the words show: it needs them in the file.
 NEEDED_PHASES = ("run", "hang", "exit", "unknown", *COMPILES)
 # What a template may name beside its pattern's groups (knowledge.answer fills them).
-TEMPLATE_NAMES = frozenset({"component", "package", "command", "near", "code"})
+TEMPLATE_NAMES = frozenset({"component", "package", "command", "near", "code", "xids", "xid_next", "reproducer"})
 _SOURCE = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull|discussions)/\d+|[\w-]+\.toml#[\w.-]+")
 _CIRCLE = "gpudoctor run"
 
@@ -55,6 +55,7 @@ class Component:
     compiles: str | None = None
     phase: str | None = None
     builds: bool = False
+    reproducer: str | None = None  # how it writes what it was compiling when it failed (its maintainers' reproducer)
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,8 @@ def _vocabulary(path: Path, shape: VocabularyShape) -> Vocabulary:
         _one_of(where, "compiles", component.compiles, COMPILES)
         _one_of(where, "phase", component.phase, phase_ids)
         components[component.id] = Component(component.id, component.name, tuple(component.packages),
-                                              component.compiles, component.phase, component.builds)  # fmt: skip
+                                              component.compiles, component.phase, component.builds,
+                                              component.reproducer)  # fmt: skip
     kind_ids = {k.id for k in shape.kind}
     marks = []
     for n, mark in enumerate(shape.mark):

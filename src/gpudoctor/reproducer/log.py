@@ -28,7 +28,8 @@ _ERROR_LINE = re.compile(
     r"Barrier error detected|NVRM: Xid|\bXid \(PCI|GSP[\w -]*(?:timeout|error|fault|crash|failed)|cannot proceed with|"
     r"RmInitAdapter failed|"
     r"init module failed|NVRM: .*failed|constraint failed|crashed! Please file a bug report|ninja: build stopped|"
-    r"make(?:\[\d+\])?: \*\*\*|subprocess-exited-with-error|undefined reference to|collect2: .*returned"
+    r"make(?:\[\d+\])?: \*\*\*|subprocess-exited-with-error|undefined reference to|collect2: .*returned|"
+    r"crashed!|PLEASE submit a bug report|Stack dump:|not a recognized processor"
 )
 
 

@@ -7,6 +7,7 @@ Report.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -195,6 +196,81 @@ def memory_held_by_a_process_the_text_names(report: Report) -> list[PredicateEvi
     return _held_by(report, "a process other than the failing one:", other)
 
 
+# What a program printed of the GPU memory in use, line by line, before it ran out: torch's "X already allocated" and
+# "allocated: X", CuPy's "(total N bytes)" (what its pool holds), nvidia-smi's "X MiB / Y MiB", a print of
+# memory_allocated()/memory_reserved().
+_IN_USE = re.compile(
+    r"(?:" + _SIZE + r") already allocated|\(total (\d+) bytes\)|(\d+)\s*MiB\s*/\s*\d+\s*MiB"
+    r"|(?:memory_allocated|memory_reserved|allocated|reserved|mem(?:ory)?(?: used| in use)?)\W{0,3}[:=]\s*" + _SIZE
+)
+GROWS_BY = 1.5  # the last reading at least this many times the first
+MIN_READINGS = 3
+
+
+def memory_growth(text: str) -> tuple[float, float, int] | None:
+    """The GPU memory in use as the text prints it line by line (the first figure of a line), where it grows over at
+    least MIN_READINGS readings: rising or flat at nearly every step, the last GROWS_BY times the first. (first, last,
+    readings), else None."""
+    readings = []
+    for line in text.splitlines():
+        if (found := _IN_USE.search(line)) is not None:
+            size = next(g for g in found.groups() if g)
+            readings.append(_bytes(size) if not size.isdigit() else float(size) * (2**20 if "MiB" in found[0] else 1))
+    if len(readings) < MIN_READINGS or readings[0] <= 0:
+        return None
+    steps = list(itertools.pairwise(readings))
+    rising = sum(b >= a * 0.98 for a, b in steps)
+    if rising < 0.8 * len(steps) or readings[-1] < GROWS_BY * readings[0]:
+        return None
+    return readings[0], readings[-1], len(readings)
+
+
+@predicate("memory_grows_until_out_of_memory")
+def memory_grows_until_out_of_memory(report: Report) -> list[PredicateEvidence]:
+    """Out of memory after the memory in use grew reading after reading: something kept across iterations (a leak),
+    not one allocation too large."""
+    found = _oom(report)
+    if found is None:
+        return []
+    result, text, facts = found
+    growth = memory_growth(text)
+    if growth is None:
+        return []
+    first, last, count = growth
+    return [(f"the memory in use the output prints grew from {_gib(first)} to {_gib(last)} over {count} readings "
+             "before the allocation failed", result.id), (_said(facts), result.id)]  # fmt: skip
+
+
+# A package built for one CUDA major release, as a pip or conda list, a wheel's name or a torch local version names it
+_CUDA_MAJOR_PACKAGE = re.compile(
+    r"(?<![\w-])(?P<name>(?:nvidia-[a-z-]+-cu|cupy-cuda|jax-cuda|cuda-toolkit-cu)(?P<major>1[0-9])x?(?:-\w+)?)(?![\w-])"
+    r"|(?<![\w-])(?P<bindings>cuda-(?:bindings|python))[\s=:]+(?P<bmajor>1[0-9])\.\d"
+    r"|\btorch[\s=:]+\d+\.\d+\.\d+\+cu(?P<tmajor>1[0-9])\d\b"
+)
+
+
+@predicate("packages_of_two_cuda_majors_in_text")
+def packages_of_two_cuda_majors_in_text(report: Report) -> list[PredicateEvidence]:
+    """A failing run's text (a pasted log's pip list, a diagnostic's output) names packages built for two CUDA major
+    releases: each loads its own major's libraries, and one that finds the other's fails."""
+    result = report.own_result()
+    if result is None or not result.outcome.is_problem:
+        return []
+    text = "\n".join(p for p in (result.stderr_tail, result.message) if p)
+    majors: dict[str, list[str]] = {}
+    for found in _CUDA_MAJOR_PACKAGE.finditer(text):
+        major = found["major"] or found["bmajor"] or found["tmajor"]
+        name = found["name"] or found["bindings"] or "torch"
+        label = name if found["name"] else f"{name} {major}.x" if found["bindings"] else f"torch +cu{major}x"
+        if label not in majors.setdefault(major, []):
+            majors[major].append(label)
+    if len(majors) < 2:
+        return []
+    said = "; ".join(f"CUDA {major}: {', '.join(names[:4])}" + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+                     for major, names in sorted(majors.items()))  # fmt: skip
+    return [(f"the text lists packages built for {len(majors)} CUDA major releases — {said}", result.id)]
+
+
 @predicate("reproducer_memory_held_by_own_child")
 def reproducer_memory_held_by_own_child(report: Report) -> list[PredicateEvidence]:
     """Out of memory while processes the program itself started hold what the allocation needed."""
@@ -294,7 +370,9 @@ def same_error_in_public_reports(report: Report) -> list[PredicateEvidence]:
         return []
     from gpudoctor.knowledge.public import COMMON, SHOWN, error_lines, load_corpus, said
 
-    said_by_run = (result.summary, result.exception_type or "", result.message or "", result.stderr_tail or "")
+    # the summary is a line of the output, stripped of what says it is a traceback's code line: read the output
+    # itself where there is one (`raise CudaAPIError(retcode, msg)` is where it raised, not what)
+    said_by_run = (result.stderr_tail or result.summary, result.exception_type or "", result.message or "")
     lines = error_lines("\n".join(said_by_run))
     if not lines:
         return []
