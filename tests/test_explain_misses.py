@@ -193,3 +193,31 @@ def test_more_failures_in_their_own_words_are_never_no_failure(tmp_path: Path) -
     ):
         plain, _ = _said(tmp_path, text)
         assert "no failure found" not in plain and said in plain, (text, plain)
+
+
+def test_the_drivers_own_failures_are_the_drivers(tmp_path: Path) -> None:
+    # nvidia-smi's words when the kernel module is not there: never "no failure"
+    plain, _ = _said(tmp_path, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
+                               "that the latest NVIDIA driver is installed and running.\n")  # fmt: skip
+    assert "no failure found" not in plain and "lsmod | grep nvidia" in plain and "during load" in plain
+    # a library of the driver's (not CUDA's toolkit's, not a pip wheel's) missing in a container
+    plain, findings = _said(
+        tmp_path,
+        "nvidia-container-cli: initialization error: load library failed: "
+        "libnvidia-ml.so.1: cannot open shared object file: no such file or directory\n",
+    )
+    assert "driver-library-not-found" in str(_ids(findings)) and "pip's nvidia-* wheels" in plain
+    assert "shared-library-not-found" not in str(_ids(findings))
+    # a module load the driver's compiler refused: a load, not a native crash while running
+    plain, _ = _said(tmp_path, "cuModuleLoadData failed: CUDA_ERROR_INVALID_PTX\nAborted (core dumped)\n")
+    assert "during load" in plain and "PTX made by a CUDA toolkit newer than the driver" in plain
+
+
+def test_what_public_reports_found_is_evidence_beside_the_texts_own_reading(tmp_path: Path) -> None:
+    # one public report of the same error is a candidate to check, not the verdict: the generic reading leads
+    plain, report = _explain(tmp_path, "nvidia-container-cli: initialization error: cuda error: unknown error\n")
+    findings = report["findings"]  # type: ignore[index]
+    lead = [f for f in findings if not f.get("part_of")]  # type: ignore[union-attr]
+    assert [f["id"] for f in lead] == ["not-a-known-failure"]
+    assert any(f["id"] == "same-error-in-public-reports" and f["part_of"] == "not-a-known-failure" for f in findings)
+    assert "nvidia-smi on the host" in plain

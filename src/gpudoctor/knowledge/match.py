@@ -16,7 +16,7 @@ from gpudoctor.errors import GpuDoctorError
 from gpudoctor.knowledge.answer import answer
 from gpudoctor.knowledge.before import seen_before
 from gpudoctor.knowledge.checks.report import controls_beside, controls_pass_beside
-from gpudoctor.knowledge.entry import ANY_PROBE, Evidence, Explanation, Knowledge
+from gpudoctor.knowledge.entry import ANY_PROBE, Evidence, Explanation, Knowledge, Role
 from gpudoctor.knowledge.load import load_knowledge
 from gpudoctor.knowledge.reading import innermost_package
 from gpudoctor.knowledge.registry import REGISTRY
@@ -245,7 +245,9 @@ def _located_findings(report: Report, knowledge: Knowledge, known: set[str]) -> 
 
 def _unanswered(report: Report, knowledge: Knowledge, findings: Sequence[Finding]) -> list[Finding]:
     """The generic answer (knowledge.answer) for the failing runs no finding names: one finding, a line per run."""
-    answered = {run for finding in findings for run in finding.runs}
+    supports = {e.id for e in knowledge if e.role is Role.SUPPORT}  # what public reports found: a candidate to
+    # check, not a reading of this text — the generic answer still says what the text shows and what decides
+    answered = {run for finding in findings if finding.id not in supports for run in finding.runs}
     runs = [r for r in report.results if r.outcome.is_problem and r.id not in answered]
     entry = next((e for e in knowledge if e.in_run is not None and e.in_run.unexplained), None)
     if not runs or entry is None:

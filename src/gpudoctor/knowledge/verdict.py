@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
+from gpudoctor.knowledge.answer import GENERIC_ID
 from gpudoctor.knowledge.entry import Explanation, Knowledge, Role
 from gpudoctor.model import Finding, Relation, Report, Severity
 from gpudoctor.protocol import OWN_RUN_IDS
@@ -48,8 +49,11 @@ def one_verdict(report: Report, findings: Sequence[Finding], knowledge: Knowledg
     # a cause another cause here names as its consequence does not lead, whatever the order of the files
     leaders = [c for c in causes if not any(_named(c, follows[o.id]) for o in causes if o is not c)]
     # no cause: a general reading of this failure (the instruments' "where", a mechanism) leads, and what public
-    # reports found for the same error is its evidence; with nothing else, what they found leads
-    ranked = leaders or causes or [f for f in on_run if role[f.id] is not Role.SUPPORT] or on_run
+    # reports found for the same error is its evidence — the generic reading of the text too, though a notice (what
+    # others found is a candidate to check against it); with nothing else, what they found leads
+    readings = [f for f in findings if not f.is_problem and _on_failing_user_run(f, failing)
+                and role[f.id] is Role.SYMPTOM and f.id == GENERIC_ID]  # fmt: skip
+    ranked = leaders or causes or [f for f in on_run if role[f.id] is not Role.SUPPORT] or readings or on_run
     if not ranked:
         return tuple(findings)
     lead = ranked[0]
