@@ -197,8 +197,11 @@ def test_more_failures_in_their_own_words_are_never_no_failure(tmp_path: Path) -
 
 def test_the_drivers_own_failures_are_the_drivers(tmp_path: Path) -> None:
     # nvidia-smi's words when the kernel module is not there: never "no failure"
-    plain, _ = _said(tmp_path, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
-                               "that the latest NVIDIA driver is installed and running.\n")  # fmt: skip
+    smi = (
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
+        "NVIDIA driver is installed and running.\n"
+    )
+    plain, _ = _said(tmp_path, smi)
     assert "no failure found" not in plain and "lsmod | grep nvidia" in plain and "during load" in plain
     # a library of the driver's (not CUDA's toolkit's, not a pip wheel's) missing in a container
     plain, findings = _said(

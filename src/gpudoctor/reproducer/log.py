@@ -29,7 +29,8 @@ _ERROR_LINE = re.compile(
     r"RmInitAdapter failed|"
     r"init module failed|NVRM: .*failed|constraint failed|crashed! Please file a bug report|ninja: build stopped|"
     r"make(?:\[\d+\])?: \*\*\*|subprocess-exited-with-error|undefined reference to|collect2: .*returned|"
-    r"crashed!|PLEASE submit a bug report|Stack dump:|not a recognized processor|couldn't communicate with the NVIDIA driver"
+    r"crashed!|PLEASE submit a bug report|Stack dump:|not a recognized processor|"
+    r"couldn't communicate with the NVIDIA driver"
 )
 
 
