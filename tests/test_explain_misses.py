@@ -224,3 +224,34 @@ def test_what_public_reports_found_is_evidence_beside_the_texts_own_reading(tmp_
     assert [f["id"] for f in lead] == ["not-a-known-failure"]
     assert any(f["id"] == "same-error-in-public-reports" and f["part_of"] == "not-a-known-failure" for f in findings)
     assert "nvidia-smi on the host" in plain
+
+
+def test_the_container_and_loader_words_are_read(tmp_path: Path) -> None:
+    for text, said in (
+        # docker with no NVIDIA runtime registered, in both of docker's wordings
+        (
+            'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].\n',
+            "nvidia-ctk runtime configure",
+        ),
+        (
+            "docker: Error response from daemon: could not select device driver with capabilities: [[gpu]].\n",
+            "nvidia-ctk runtime configure",
+        ),
+        # a container that lost its device nodes
+        (
+            "collector - ERROR - nvidia-smi exited 255, stdout: Failed to initialize NVML: Unknown Error\n",
+            "systemctl daemon-reload",
+        ),
+        # a build's link against the unversioned driver library
+        ("ld: library not found for -lcuda\ncollect2: ld returned 1 exit status\n", "unversioned -lcuda"),
+        # a library list whose entries were not found: a load
+        ("nvrtc64_112_0.dll -> not found\ncudart64_110.dll -> not found\n", "during load"),
+        # cudaErrorInvalidDeviceFunction in a library's own words: no code for this GPU
+        ("Failed: Cuda error ./lib/kern.cu:120 'invalid device function'\n", "no binary for this GPU's architecture"),
+        # the driver refusing PTX, in a package's wording
+        ("RuntimeError: CUDA: Error- invalid ptx\n", "PTX made by a CUDA toolkit newer than the driver"),
+        # numba's typing of a host API inside a kernel
+        ("Unknown attribute 'device_array' of type Module(<module 'numba.cuda'>)\n", "numba-cuda could not type"),
+    ):
+        plain, _ = _said(tmp_path, text)
+        assert "no failure found" not in plain and said in plain, (text, plain)

@@ -32,7 +32,15 @@ from generic_answer import wide_bisects  # the measuring script's own check
 RAW = tomllib.loads(VOCABULARY.read_text())
 VOCABULARY_READ = load_vocabulary()
 KNOWLEDGE = load_knowledge()
-CORPUS_FILES = ("corpus.toml", "heldout.toml", "heldout2.toml", "heldout3.toml", "heldout4.toml", "faults.toml")
+CORPUS_FILES = (
+    "corpus.toml",
+    "heldout.toml",
+    "heldout2.toml",
+    "heldout3.toml",
+    "heldout4.toml",
+    "heldout5.toml",
+    "faults.toml",
+)
 QUOTES = {f"{name}#{r['id']}": r for name in CORPUS_FILES
           for r in tomllib.loads((TESTS / "field_corpus" / name).read_text())["report"]}  # fmt: skip
 ENTRIES = [(section, n, entry) for section in ("mark", "word", "kind") for n, entry in enumerate(RAW[section])]

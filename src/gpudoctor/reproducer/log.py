@@ -30,7 +30,8 @@ _ERROR_LINE = re.compile(
     r"init module failed|NVRM: .*failed|constraint failed|crashed! Please file a bug report|ninja: build stopped|"
     r"make(?:\[\d+\])?: \*\*\*|subprocess-exited-with-error|undefined reference to|collect2: .*returned|"
     r"crashed!|PLEASE submit a bug report|Stack dump:|not a recognized processor|"
-    r"couldn't communicate with the NVIDIA driver"
+    r"couldn't communicate with the NVIDIA driver|Unknown attribute '|\.(?:dll|so[.\d]*) [-=]> not found|"
+    r"library not found for -l"
 )
 
 
