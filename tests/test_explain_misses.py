@@ -255,3 +255,16 @@ def test_the_container_and_loader_words_are_read(tmp_path: Path) -> None:
     ):
         plain, _ = _said(tmp_path, text)
         assert "no failure found" not in plain and said in plain, (text, plain)
+
+
+def test_a_crash_inside_the_driver_and_a_sources_own_guard(tmp_path: Path) -> None:
+    # a debugger's backtrace through libcuda: a crash inside the driver, handed something invalid
+    plain, _ = _said(tmp_path, "#0  0x00007f10c8e3fe in ?? () from /usr/lib64/libcuda.so.1\n"
+                               "#1  0x00007f10cdd27c in ?? () from /usr/lib64/libcuda.so.1\n")  # fmt: skip
+    assert "no failure found" not in plain and "crashed inside the CUDA driver" in plain
+    # a header's #error guard and a package's own version-mismatch warning: quoted as the tool's own words
+    plain, _ = _said(tmp_path, "kern/defs.cuh:18:2: error: #error Unsupported __CUDA_ARCH__ for this table\n")
+    assert 'it says itself: "error Unsupported __CUDA_ARCH__ for this table"' in plain
+    plain, _ = _said(tmp_path, "UserWarning: WARNING: Version mismatch between mypkg._core ('2.1.0') and "
+                               "mypkg._cuda ('2.0.3')\nRuntimeError: CUDA core failed to start\n")  # fmt: skip
+    assert "it says itself: \"UserWarning: WARNING: Version mismatch between mypkg._core ('2.1.0')" in plain

@@ -31,7 +31,7 @@ _ERROR_LINE = re.compile(
     r"make(?:\[\d+\])?: \*\*\*|subprocess-exited-with-error|undefined reference to|collect2: .*returned|"
     r"crashed!|PLEASE submit a bug report|Stack dump:|not a recognized processor|"
     r"couldn't communicate with the NVIDIA driver|Unknown attribute '|\.(?:dll|so[.\d]*) [-=]> not found|"
-    r"library not found for -l"
+    r"library not found for -l|(?m:^)#\d+\s+0x[0-9a-fA-F]+ in "
 )
 
 
