@@ -268,3 +268,27 @@ def test_a_crash_inside_the_driver_and_a_sources_own_guard(tmp_path: Path) -> No
     plain, _ = _said(tmp_path, "UserWarning: WARNING: Version mismatch between mypkg._core ('2.1.0') and "
                                "mypkg._cuda ('2.0.3')\nRuntimeError: CUDA core failed to start\n")  # fmt: skip
     assert "it says itself: \"UserWarning: WARNING: Version mismatch between mypkg._core ('2.1.0')" in plain
+
+
+def test_a_failure_said_in_prose_or_a_title_is_never_no_failure(tmp_path: Path) -> None:
+    for text, said in (
+        ("numba cannot find libnvvm on this machine\n", "cannot find NVVM"),
+        ("OSError: library nvvm not found\n", "cannot find NVVM"),
+        ('Get "module cupy has no attribute elementwise" after installing\n', "during import"),
+        ("CUDA OOM when the batch size is set automatically\n", "an allocation on the GPU failed"),
+        ("Sampler No available kernel. Aborting execution.\n", "Not a known failure"),
+        ("nvidia-container-cli: initialization error: driver rpc error: timed out: unknown.\n", "nvidia-persistenced"),
+        ("    /usr/bin/ld: cannot find -lncurses: No such file or directory\n", "libncurses-dev"),
+        ("SystemError: CUDA_ERROR_INVALID_SOURCE\n", "during load"),
+        (
+            "UNREACHABLE executed at /src/third_party/proj/lib/Analysis/PtrAnalysis.cpp:377!\n"
+            "triton-shared-opt: Casting.h:566: Assertion `isa<To>(Val)' failed.\n",
+            "internal checks while compiling",
+        ),
+        ("ValueError: Did you forget to add @triton.jit ? (`_builder` argument must be provided)\n", "jit-compile"),
+    ):
+        plain, _ = _said(tmp_path, text)
+        assert "no failure found" not in plain and said in plain, (text, plain)
+    # a log with no failure in it is still said to have none
+    plain, _ = _said(tmp_path, "epoch 1 loss 0.31\nepoch 2 loss 0.22\nsaved checkpoint to out/model.pt\n")
+    assert "no failure found" in plain

@@ -39,6 +39,7 @@ CORPUS_FILES = (
     "heldout3.toml",
     "heldout4.toml",
     "heldout5.toml",
+    "heldout6.toml",
     "faults.toml",
 )
 QUOTES = {f"{name}#{r['id']}": r for name in CORPUS_FILES

@@ -31,7 +31,11 @@ _ERROR_LINE = re.compile(
     r"make(?:\[\d+\])?: \*\*\*|subprocess-exited-with-error|undefined reference to|collect2: .*returned|"
     r"crashed!|PLEASE submit a bug report|Stack dump:|not a recognized processor|"
     r"couldn't communicate with the NVIDIA driver|Unknown attribute '|\.(?:dll|so[.\d]*) [-=]> not found|"
-    r"library not found for -l|(?m:^)#\d+\s+0x[0-9a-fA-F]+ in "
+    r"library not found for -l|(?m:^)#\d+\s+0x[0-9a-fA-F]+ in |UNREACHABLE executed|"
+    # a failure said in prose, without "error" (a title, a sentence quoting it): never "no failure"
+    r"(?i:\bcannot (?:find|open|load|locate|import)\b|\bcan't (?:find|open|load)\b|"
+    r"\bunable to (?:find|locate|load|open)\b|\bnot found\b|\bhas no attribute\b|\bno available kernel\b|\bOOM\b|"
+    r"\bout of memory\b|\bsegfault|\bcrash(?:es|ed)?\b)"
 )
 
 
