@@ -292,3 +292,19 @@ def test_a_failure_said_in_prose_or_a_title_is_never_no_failure(tmp_path: Path) 
     # a log with no failure in it is still said to have none
     plain, _ = _said(tmp_path, "epoch 1 loss 0.31\nepoch 2 loss 0.22\nsaved checkpoint to out/model.pt\n")
     assert "no failure found" in plain
+
+
+def test_what_the_text_shows_of_the_environment_decides_before_a_release(tmp_path: Path) -> None:
+    # Python's "'cuda' is not a package": the user's own cuda.py took the package's name
+    plain, _ = _said(tmp_path, 'Traceback (most recent call last):\n  File "/srv/app/cupy.py", line 1, in <module>\n'
+                               "    import cupy.cuda\nModuleNotFoundError: No module named 'cupy.cuda'; 'cupy' is "
+                               "not a package\n")  # fmt: skip
+    assert "a module named cupy that is not a package" in plain and "rename your cupy.py" in plain
+    assert "release of cupy" not in plain
+    # Mojo's empty target architecture: no GPU it supports was found, not a release that lacks the architecture
+    _, findings = _said(tmp_path, "/stdlib/builtin/constrained.mojo:58:6: note: constraint failed: the target "
+                                  "architecture '' is not valid\n")  # fmt: skip
+    assert _ids(findings) == ["mojo-gpu-code-without-a-gpu"]
+    # a compiler's crash: first whether it crashes on any program (its installation) before its releases
+    plain, _ = _said(tmp_path, "Stack dump:\n0.      Program arguments: mojo run hello.mojo\nmojo crashed!\n")
+    assert "first the same compiler on a trivial program" in plain

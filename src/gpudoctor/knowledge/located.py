@@ -84,8 +84,12 @@ def _said(text: str, kind: str, module: str) -> _Said:
     if kind == ATTRIBUTE or not text:
         return _Said()
     quoted = f"No module named '{module}" in text
+    raised = bool(re.search(r"Traceback|ModuleNotFoundError|ImportError", text))
+    top = module.split(".")[0]
+    if "." in module and re.search(rf"'{re.escape(top)}' is not a package", text):  # a plain module took its name
+        return _Said(raised=raised, shadowed_by=f"a module named {top} that is not a package ({top}.py)")
     return _Said(python2=not quoted and f"No module named {module}" in text, parent_imported=quoted and "." in module,
-                 raised=bool(re.search(r"Traceback|ModuleNotFoundError|ImportError", text)))  # fmt: skip
+                 raised=raised)  # fmt: skip
 
 
 def _where_now(detail: dict[str, Any], provider: str, said: _Said) -> tuple[str, str | None]:
@@ -96,6 +100,9 @@ def _where_now(detail: dict[str, Any], provider: str, said: _Said) -> tuple[str,
     if kind not in (IMPORT_NAME, ATTRIBUTE):
         installed = detail.get("installed")
         top = module.split(".")[0]
+        if said.shadowed_by is not None:  # Python's "'cuda' is not a package": a file took the package's name
+            return (f"{top} was imported as {said.shadowed_by}, which has no submodules: a file (or a folder without "
+                    f"__init__.py) named {top} on the path before the installed package shadows it", None)  # fmt: skip
         if not installed and said.parent_imported:
             return (f"{module.rsplit('.', 1)[0]} imported where it ran (Python names the first part it cannot find), "
                     f"so the release of {top} that ran has no {module}: renamed, removed or private there; the "
@@ -214,7 +221,7 @@ def located(result: ProbeResult) -> Located | None:
     where_now, spelling = _where_now(detail, provider, said)
     asker = _dict(detail.get("asker"))
     declared, broken = _declared(asker, provider_name) if asker else ("", None)
-    install = _install(broken, detail, asker, said)
+    install = None if said.shadowed_by is not None else _install(broken, detail, asker, said)
     top = module.split(".")[0]
     if install and not said.raised:  # only printed: an optional import prints this and goes on
         install += (f", if the program stopped here; a library that imports {top} only optionally prints this line "
@@ -229,8 +236,9 @@ def located(result: ProbeResult) -> Located | None:
         fix = str(install or spelling)
     elif said.shadowed_by is not None:
         fix = (
-            f"Run it from another directory (or build the source tree in place) so the installed {top} is "
-            f"imported: python -c 'import {module}; print({module}.__file__)' says which one is"
+            f"Run it from another directory (or build the source tree in place, or rename your {top}.py and delete "
+            f"its __pycache__) so the installed {top} is imported: python -c 'import {top}; print({top}.__file__)' "
+            "says which one is"
         )
     elif kind == ATTRIBUTE and not provider_detail and not name.startswith("__"):
         fix = (
