@@ -308,3 +308,27 @@ def test_what_the_text_shows_of_the_environment_decides_before_a_release(tmp_pat
     # a compiler's crash: first whether it crashes on any program (its installation) before its releases
     plain, _ = _said(tmp_path, "Stack dump:\n0.      Program arguments: mojo run hello.mojo\nmojo crashed!\n")
     assert "first the same compiler on a trivial program" in plain
+
+
+def test_another_vendors_stack_and_a_later_calls_status_are_not_cuda_init(tmp_path: Path) -> None:
+    # ROCm's Triton: no CUDA driver or ptxas to blame for an invalid image
+    _, findings = _said(
+        tmp_path, "RuntimeError: Triton Error [HIP]: Code: 200, Messsage: device kernel image is invalid\n"
+    )
+    assert not [i for i in _ids(findings) if str(i).startswith("gpu-binary-rejected-by-driver")]
+    # CUDA_ERROR_UNKNOWN from the driver's linker: CUDA had started, this is the kernel's link
+    plain, findings = _said(tmp_path, "numba.cuda.cudadrv.driver.CudaAPIError: [999] Call to cuLinkComplete results "
+                                      "in CUDA_ERROR_UNKNOWN\n")  # fmt: skip
+    assert not [i for i in _ids(findings) if str(i).startswith("cuda-init-unknown-error")]
+    assert "during jit-compile" in plain and "nvidia_uvm" not in plain
+    # a dtype two libraries exchanging through DLPack do not share
+    plain, _ = _said(tmp_path, "Unsupported DLPack dtype ('float8_e4m3fn', 8)\n")
+    assert "DLPack interop" in plain and "has no type for the producer's dtype" in plain
+    for text in (
+        "`from_dlpack` causes segmentation fault on unsupported dtype\n",
+        "DLL load failed while importing cuda_utils\n",
+        " assert acc.type.shape == ret_ty.shape\n",
+        "- the client **raises** on GPU arrays\n",
+    ):
+        plain, _ = _said(tmp_path, text)
+        assert "no failure found" not in plain, text

@@ -40,6 +40,7 @@ CORPUS_FILES = (
     "heldout4.toml",
     "heldout5.toml",
     "heldout6.toml",
+    "heldout7.toml",
     "faults.toml",
 )
 QUOTES = {f"{name}#{r['id']}": r for name in CORPUS_FILES

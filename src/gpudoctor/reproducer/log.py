@@ -35,7 +35,8 @@ _ERROR_LINE = re.compile(
     # a failure said in prose, without "error" (a title, a sentence quoting it): never "no failure"
     r"(?i:\bcannot (?:find|open|load|locate|import)\b|\bcan't (?:find|open|load)\b|"
     r"\bunable to (?:find|locate|load|open)\b|\bnot found\b|\bhas no attribute\b|\bno available kernel\b|\bOOM\b|"
-    r"\bout of memory\b|\bsegfault|\bcrash(?:es|ed)?\b)"
+    r"\bout of memory\b|\bsegfault|\bsegmentation fault\b|\bcrash(?:es|ed)?\b|\bDLL load failed\b|\braises\b|"
+    r"\bunsupported\b|\bunknown (?:\w+ )?(?:datatype|dtype|type|option|argument)\b)|(?m:^)\s*assert\s"
 )
 
 
