@@ -332,3 +332,14 @@ def test_another_vendors_stack_and_a_later_calls_status_are_not_cuda_init(tmp_pa
     ):
         plain, _ = _said(tmp_path, text)
         assert "no failure found" not in plain, text
+
+
+def test_where_the_text_shows_no_phase_what_public_reports_found_leads(tmp_path: Path) -> None:
+    # the generic reading would say nothing the text shows; the public report of the same error is the better answer
+    _, findings = _said(tmp_path, "[1:1:20240605,083724.595583:ERROR elf_dynamic_array_reader.h:64] tag not found\n")
+    lead = [f for f in findings if not f.get("part_of")]  # type: ignore[union-attr]
+    assert [f["id"] for f in lead] == ["same-error-in-public-reports"]
+    assert "not-a-known-failure" not in _ids(findings)
+    # a pasted text that says no failure's word is still "no failure found"
+    plain, _ = _said(tmp_path, "step 10 loss 0.52 lr 3e-4\nstep 20 loss 0.47 lr 3e-4\nwrote checkpoint-20\n")
+    assert "no failure found in this log" in plain

@@ -45,6 +45,7 @@ class Answer:
     component_id: str | None = None  # the vocabulary's (or a toolchain's) id; "package:NAME", "own" or None
     caller: str | None = None  # who called the component, where the text shows another: "numba-cuda", "your program"
     said: str | None = None  # the tool's own statement of the cause or the remedy, in its error line
+    phase_id: str | None = None  # the vocabulary's phase id ("unknown": no word of the text shows one)
 
     def line(self) -> str:
         """The answer as one evidence line's words (after the run's id and outcome)."""
@@ -228,4 +229,4 @@ def answer(result: ProbeResult, text: str, environment: Environment, knowledge: 
     if from_log:
         requirements = f"{dist[0]} {dist[1]} as the log gives it" if dist else "the log gives no release of it"
     return Answer(component, phase_words, means, requirements, experiment, component_id, caller,
-                  statement(text, vocabulary))  # fmt: skip
+                  statement(text, vocabulary), phase_id)  # fmt: skip

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from packaging.version import InvalidVersion, Version
 
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.knowledge.answer import answer
+from gpudoctor.knowledge.answer import UNKNOWN_PHASE, answer
 from gpudoctor.knowledge.before import seen_before
 from gpudoctor.knowledge.checks.report import controls_beside, controls_pass_beside
 from gpudoctor.knowledge.entry import ANY_PROBE, Evidence, Explanation, Knowledge, Role
@@ -246,13 +246,19 @@ def _located_findings(report: Report, knowledge: Knowledge, known: set[str]) -> 
 def _unanswered(report: Report, knowledge: Knowledge, findings: Sequence[Finding]) -> list[Finding]:
     """The generic answer (knowledge.answer) for the failing runs no finding names: one finding, a line per run."""
     supports = {e.id for e in knowledge if e.role is Role.SUPPORT}  # what public reports found: a candidate to
-    # check, not a reading of this text — the generic answer still says what the text shows and what decides
+    # check, not a reading of this text — the generic answer still says what the text shows and what decides, where
+    # it shows when it failed; where it shows no phase, what the public reports found is the better answer
     answered = {run for finding in findings if finding.id not in supports for run in finding.runs}
+    supported = {run for finding in findings if finding.id in supports for run in finding.runs}
     runs = [r for r in report.results if r.outcome.is_problem and r.id not in answered]
     entry = next((e for e in knowledge if e.in_run is not None and e.in_run.unexplained), None)
     if not runs or entry is None:
         return []
     answers = [(r, answer(r, searchable(r), report.environment, knowledge)) for r in runs]
+    answers = [(r, a) for r, a in answers if r.id not in supported or a.phase_id != UNKNOWN_PHASE]
+    if not answers:
+        return []
+    runs = [r for r, _ in answers]
     first = answers[0][1]
     more = f" (and {len(runs) - 1} more run{'s' if len(runs) > 2 else ''})" if len(runs) > 1 else ""
     values = {**report_facts(report), "component": first.component, "phase": first.phase, "more": more}

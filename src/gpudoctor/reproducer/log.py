@@ -85,9 +85,23 @@ def relevant_part(text: str, limit: int = KEPT_BYTES) -> str:
 NO_FAILURE = "no failure found in this log"
 
 
+# The words of a failure in any tool's or person's wording: a text pasted to be explained that says none of them has
+# no failure in it ("no failure found"); one that says any is answered, at worst with the generic answer. Kept broad on
+# purpose (issue 51: titles, prose and tools' own words read as "no failure" on every fresh set); a warning alone is
+# not a failure.
+_SAYS_FAILURE = re.compile(
+    r"(?i)\b(?:fail\w*|errors?|exception|fault\w*|abort\w*|crash\w*|cannot|can't|couldn't|could not|unable|"
+    r"not found|no such|missing|unknown|unsupported|not supported|invalid|denied|refused|timed? ?out|"
+    r"out ?of ?(?:memory|resources?)|killed|hangs?|hung|stuck|deadlock\w*|mismatch\w*|incompatible|illegal|corrupt\w*|"
+    r"overflow|panic\w*|terminated|not (?:available|detected|recognized|installed|a valid)|found no|no \w+ (?:found|"
+    r"available|detected))\b"
+)
+
+
 def reads_as_failure(text: str) -> bool:
-    """Whether some line of ``text`` reads as an error (a traceback, an exception, "error", "fatal", a signal)."""
-    return _ERROR_LINE.search(text) is not None
+    """Whether some line of ``text`` reads as a failure: an error line (a traceback, an exception, "error", "fatal", a
+    signal, a tool's own words), or a failure's words anywhere in it."""
+    return _ERROR_LINE.search(text) is not None or _SAYS_FAILURE.search(text) is not None
 
 
 def log_result(text: str, name: str) -> ProbeResult:
