@@ -343,3 +343,13 @@ def test_where_the_text_shows_no_phase_what_public_reports_found_leads(tmp_path:
     # a pasted text that says no failure's word is still "no failure found"
     plain, _ = _said(tmp_path, "step 10 loss 0.52 lr 3e-4\nstep 20 loss 0.47 lr 3e-4\nwrote checkpoint-20\n")
     assert "no failure found in this log" in plain
+
+
+def test_a_requirement_stated_and_a_glog_error_line_are_failures(tmp_path: Path) -> None:
+    for text in (
+        "PY_SSIZE_T_CLEAN macro must be defined for '#' formats\n",
+        "    Microsoft Visual C++ 14.0 is required. Get it with the Build Tools\n",
+        "E1209 21:52:30.538000 13612 site-packages/torch/_inductor/runtime/triton_heuristics.py:539] [0/0]\n",
+    ):
+        plain, _ = _said(tmp_path, text)
+        assert "no failure found" not in plain, text
