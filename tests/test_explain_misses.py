@@ -353,3 +353,10 @@ def test_a_requirement_stated_and_a_glog_error_line_are_failures(tmp_path: Path)
     ):
         plain, _ = _said(tmp_path, text)
         assert "no failure found" not in plain, text
+
+
+def test_the_name_of_the_pasted_file_is_no_evidence(tmp_path: Path) -> None:
+    log = tmp_path / "pycuda_triton_crash.log"
+    log.write_text("OverflowError: Python int too large to convert to C long\n")
+    plain = run_cli("explain", str(log), timeout=120).stdout
+    assert "cuda-python" not in plain and "PyCUDA" not in plain and "Triton" not in plain

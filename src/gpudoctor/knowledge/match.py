@@ -35,7 +35,10 @@ def searchable(result: ProbeResult) -> str:
     """The text of a run that the entries' patterns read: its summary, the error, the skip reason, its frames and the
     tail of its stderr."""
     frames = "\n".join(f"{f.file}:{f.line} in {f.function}" for f in result.frames)
-    parts = (result.summary, result.exception_type or "", result.message or "", result.skip_reason or "", frames)
+    # a pasted log's summary is "FILE NAME: its last error line": the line is in its text, and the name the user gave
+    # the file is no evidence of anything ("pycuda_crash.log" names no component)
+    summary = "" if result.id == LOG_RUN_ID and result.stderr_tail else result.summary
+    parts = (summary, result.exception_type or "", result.message or "", result.skip_reason or "", frames)
     return "\n".join((*parts, result.stderr_tail))
 
 
