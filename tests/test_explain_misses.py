@@ -350,6 +350,8 @@ def test_a_requirement_stated_and_a_glog_error_line_are_failures(tmp_path: Path)
         "PY_SSIZE_T_CLEAN macro must be defined for '#' formats\n",
         "    Microsoft Visual C++ 14.0 is required. Get it with the Build Tools\n",
         "E1209 21:52:30.538000 13612 site-packages/torch/_inductor/runtime/triton_heuristics.py:539] [0/0]\n",
+        "server: no supported GPUs detected\n",
+        "/dev/nvidia0 does not exist\n",
     ):
         plain, _ = _said(tmp_path, text)
         assert "no failure found" not in plain, text

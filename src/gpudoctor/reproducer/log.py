@@ -94,7 +94,8 @@ _SAYS_FAILURE = re.compile(
     r"not found|no such|missing|unknown|unsupported|not supported|invalid|denied|refused|timed? ?out|"
     r"out ?of ?(?:memory|resources?)|killed|hangs?|hung|stuck|deadlock\w*|mismatch\w*|incompatible|illegal|corrupt\w*|"
     r"overflow|panic\w*|terminated|not (?:available|detected|recognized|installed|a valid)|found no|no \w+ (?:found|"
-    r"available|detected)|must be|(?:is|are) required)\b"
+    r"available|detected)|no (?:\w+ ){1,2}(?:found|available|detected)|does not exist|doesn't exist|must be|"
+    r"(?:is|are) required)\b"
     r"|(?m:^)[EF]\d{4} \d\d:\d\d:\d\d"  # a glog/absl ERROR or FATAL line (torch's C++ and Inductor log these)
 )
 
