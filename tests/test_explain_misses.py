@@ -77,6 +77,13 @@ def _ids(findings: list[dict[str, object]]) -> list[object]:
     return [f["id"] for f in findings]
 
 
+def _each_read_as_failure(tmp_path: Path, cases: tuple[tuple[str, str], ...]) -> None:
+    """Each text answered (never "no failure found"), its answer saying the words given beside it."""
+    for text, said in cases:
+        plain, _ = _said(tmp_path, text)
+        assert "no failure found" not in plain and said in plain, (text, plain)
+
+
 def test_a_compilers_crash_is_its_compile_never_a_run_time_fault(tmp_path: Path) -> None:
     # an MLIR pass of Triton's that failed on an assertion in the compiler's own C++ source
     triton = ("kernel.py:31:0: error: Failures have been detected while processing an MLIR pass pipeline\n"
@@ -180,19 +187,20 @@ def test_numbers_without_their_words_are_named(tmp_path: Path) -> None:
 
 
 def test_more_failures_in_their_own_words_are_never_no_failure(tmp_path: Path) -> None:
-    for text, said in (
-        ("ValueError: mod.Foo has the wrong size, try recompiling. Expected 48, got 40\n", "during import"),
-        ("[0.9] NVRM: No NVIDIA graphics adapter found!\n[0.9] NVRM: NVIDIA init module failed!\n", "lspci -nnk"),
-        ("'sm_130' is not a recognized processor for this target (ignoring processor)\n", "does not know sm_130"),
-        ('Mojo fails with "not a recognized processor"\n', "a newer release"),
+    _each_read_as_failure(
+        tmp_path,
         (
-            "[/usr/local/lib/python3.10/dist-packages/torch/_inductor/compile_fx.py](https://localhost:8080/#) in "
-            "compile_fx(model_, example_inputs_)\n-> 1150         return aot_autograd(\n",
-            "during jit-compile",
+            ("ValueError: mod.Foo has the wrong size, try recompiling. Expected 48, got 40\n", "during import"),
+            ("[0.9] NVRM: No NVIDIA graphics adapter found!\n[0.9] NVRM: NVIDIA init module failed!\n", "lspci -nnk"),
+            ("'sm_130' is not a recognized processor for this target (ignoring processor)\n", "does not know sm_130"),
+            ('Mojo fails with "not a recognized processor"\n', "a newer release"),
+            (
+                "[/usr/local/lib/python3.10/dist-packages/torch/_inductor/compile_fx.py](https://localhost:8080/#) in "
+                "compile_fx(model_, example_inputs_)\n-> 1150         return aot_autograd(\n",
+                "during jit-compile",
+            ),
         ),
-    ):
-        plain, _ = _said(tmp_path, text)
-        assert "no failure found" not in plain and said in plain, (text, plain)
+    )
 
 
 def test_the_drivers_own_failures_are_the_drivers(tmp_path: Path) -> None:
@@ -227,34 +235,38 @@ def test_what_public_reports_found_is_evidence_beside_the_texts_own_reading(tmp_
 
 
 def test_the_container_and_loader_words_are_read(tmp_path: Path) -> None:
-    for text, said in (
-        # docker with no NVIDIA runtime registered, in both of docker's wordings
+    _each_read_as_failure(
+        tmp_path,
         (
-            'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].\n',
-            "nvidia-ctk runtime configure",
+            # docker with no NVIDIA runtime registered, in both of docker's wordings
+            (
+                'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].\n',
+                "nvidia-ctk runtime configure",
+            ),
+            (
+                "docker: Error response from daemon: could not select device driver with capabilities: [[gpu]].\n",
+                "nvidia-ctk runtime configure",
+            ),
+            # a container that lost its device nodes
+            (
+                "collector - ERROR - nvidia-smi exited 255, stdout: Failed to initialize NVML: Unknown Error\n",
+                "systemctl daemon-reload",
+            ),
+            # a build's link against the unversioned driver library
+            ("ld: library not found for -lcuda\ncollect2: ld returned 1 exit status\n", "unversioned -lcuda"),
+            # a library list whose entries were not found: a load
+            ("nvrtc64_112_0.dll -> not found\ncudart64_110.dll -> not found\n", "during load"),
+            # cudaErrorInvalidDeviceFunction in a library's own words: no code for this GPU
+            (
+                "Failed: Cuda error ./lib/kern.cu:120 'invalid device function'\n",
+                "no binary for this GPU's architecture",
+            ),
+            # the driver refusing PTX, in a package's wording
+            ("RuntimeError: CUDA: Error- invalid ptx\n", "PTX made by a CUDA toolkit newer than the driver"),
+            # numba's typing of a host API inside a kernel
+            ("Unknown attribute 'device_array' of type Module(<module 'numba.cuda'>)\n", "numba-cuda could not type"),
         ),
-        (
-            "docker: Error response from daemon: could not select device driver with capabilities: [[gpu]].\n",
-            "nvidia-ctk runtime configure",
-        ),
-        # a container that lost its device nodes
-        (
-            "collector - ERROR - nvidia-smi exited 255, stdout: Failed to initialize NVML: Unknown Error\n",
-            "systemctl daemon-reload",
-        ),
-        # a build's link against the unversioned driver library
-        ("ld: library not found for -lcuda\ncollect2: ld returned 1 exit status\n", "unversioned -lcuda"),
-        # a library list whose entries were not found: a load
-        ("nvrtc64_112_0.dll -> not found\ncudart64_110.dll -> not found\n", "during load"),
-        # cudaErrorInvalidDeviceFunction in a library's own words: no code for this GPU
-        ("Failed: Cuda error ./lib/kern.cu:120 'invalid device function'\n", "no binary for this GPU's architecture"),
-        # the driver refusing PTX, in a package's wording
-        ("RuntimeError: CUDA: Error- invalid ptx\n", "PTX made by a CUDA toolkit newer than the driver"),
-        # numba's typing of a host API inside a kernel
-        ("Unknown attribute 'device_array' of type Module(<module 'numba.cuda'>)\n", "numba-cuda could not type"),
-    ):
-        plain, _ = _said(tmp_path, text)
-        assert "no failure found" not in plain and said in plain, (text, plain)
+    )
 
 
 def test_a_crash_inside_the_driver_and_a_sources_own_guard(tmp_path: Path) -> None:
@@ -271,24 +283,28 @@ def test_a_crash_inside_the_driver_and_a_sources_own_guard(tmp_path: Path) -> No
 
 
 def test_a_failure_said_in_prose_or_a_title_is_never_no_failure(tmp_path: Path) -> None:
-    for text, said in (
-        ("numba cannot find libnvvm on this machine\n", "cannot find NVVM"),
-        ("OSError: library nvvm not found\n", "cannot find NVVM"),
-        ('Get "module cupy has no attribute elementwise" after installing\n', "during import"),
-        ("CUDA OOM when the batch size is set automatically\n", "an allocation on the GPU failed"),
-        ("Sampler No available kernel. Aborting execution.\n", "Not a known failure"),
-        ("nvidia-container-cli: initialization error: driver rpc error: timed out: unknown.\n", "nvidia-persistenced"),
-        ("    /usr/bin/ld: cannot find -lncurses: No such file or directory\n", "libncurses-dev"),
-        ("SystemError: CUDA_ERROR_INVALID_SOURCE\n", "during load"),
+    _each_read_as_failure(
+        tmp_path,
         (
-            "UNREACHABLE executed at /src/third_party/proj/lib/Analysis/PtrAnalysis.cpp:377!\n"
-            "triton-shared-opt: Casting.h:566: Assertion `isa<To>(Val)' failed.\n",
-            "internal checks while compiling",
+            ("numba cannot find libnvvm on this machine\n", "cannot find NVVM"),
+            ("OSError: library nvvm not found\n", "cannot find NVVM"),
+            ('Get "module cupy has no attribute elementwise" after installing\n', "during import"),
+            ("CUDA OOM when the batch size is set automatically\n", "an allocation on the GPU failed"),
+            ("Sampler No available kernel. Aborting execution.\n", "Not a known failure"),
+            (
+                "nvidia-container-cli: initialization error: driver rpc error: timed out: unknown.\n",
+                "nvidia-persistenced",
+            ),
+            ("    /usr/bin/ld: cannot find -lncurses: No such file or directory\n", "libncurses-dev"),
+            ("SystemError: CUDA_ERROR_INVALID_SOURCE\n", "during load"),
+            (
+                "UNREACHABLE executed at /src/third_party/proj/lib/Analysis/PtrAnalysis.cpp:377!\n"
+                "triton-shared-opt: Casting.h:566: Assertion `isa<To>(Val)' failed.\n",
+                "internal checks while compiling",
+            ),
+            ("ValueError: Did you forget to add @triton.jit ? (`_builder` argument must be provided)\n", "jit-compile"),
         ),
-        ("ValueError: Did you forget to add @triton.jit ? (`_builder` argument must be provided)\n", "jit-compile"),
-    ):
-        plain, _ = _said(tmp_path, text)
-        assert "no failure found" not in plain and said in plain, (text, plain)
+    )
     # a log with no failure in it is still said to have none
     plain, _ = _said(tmp_path, "epoch 1 loss 0.31\nepoch 2 loss 0.22\nsaved checkpoint to out/model.pt\n")
     assert "no failure found" in plain
@@ -324,14 +340,18 @@ def test_another_vendors_stack_and_a_later_calls_status_are_not_cuda_init(tmp_pa
     # a dtype two libraries exchanging through DLPack do not share
     plain, _ = _said(tmp_path, "Unsupported DLPack dtype ('float8_e4m3fn', 8)\n")
     assert "DLPack interop" in plain and "has no type for the producer's dtype" in plain
-    for text in (
-        "`from_dlpack` causes segmentation fault on unsupported dtype\n",
-        "DLL load failed while importing cuda_utils\n",
-        " assert acc.type.shape == ret_ty.shape\n",
-        "- the client **raises** on GPU arrays\n",
-    ):
-        plain, _ = _said(tmp_path, text)
-        assert "no failure found" not in plain, text
+    _each_read_as_failure(
+        tmp_path,
+        tuple(
+            (text, "")
+            for text in (
+                "`from_dlpack` causes segmentation fault on unsupported dtype\n",
+                "DLL load failed while importing cuda_utils\n",
+                " assert acc.type.shape == ret_ty.shape\n",
+                "- the client **raises** on GPU arrays\n",
+            )
+        ),
+    )
 
 
 def test_where_the_text_shows_no_phase_what_public_reports_found_leads(tmp_path: Path) -> None:
@@ -346,15 +366,19 @@ def test_where_the_text_shows_no_phase_what_public_reports_found_leads(tmp_path:
 
 
 def test_a_requirement_stated_and_a_glog_error_line_are_failures(tmp_path: Path) -> None:
-    for text in (
-        "PY_SSIZE_T_CLEAN macro must be defined for '#' formats\n",
-        "    Microsoft Visual C++ 14.0 is required. Get it with the Build Tools\n",
-        "E1209 21:52:30.538000 13612 site-packages/torch/_inductor/runtime/triton_heuristics.py:539] [0/0]\n",
-        "server: no supported GPUs detected\n",
-        "/dev/nvidia0 does not exist\n",
-    ):
-        plain, _ = _said(tmp_path, text)
-        assert "no failure found" not in plain, text
+    _each_read_as_failure(
+        tmp_path,
+        tuple(
+            (text, "")
+            for text in (
+                "PY_SSIZE_T_CLEAN macro must be defined for '#' formats\n",
+                "    Microsoft Visual C++ 14.0 is required. Get it with the Build Tools\n",
+                "E1209 21:52:30.538000 13612 site-packages/torch/_inductor/runtime/triton_heuristics.py:539] [0/0]\n",
+                "server: no supported GPUs detected\n",
+                "/dev/nvidia0 does not exist\n",
+            )
+        ),
+    )
 
 
 def test_the_name_of_the_pasted_file_is_no_evidence(tmp_path: Path) -> None:
