@@ -386,3 +386,21 @@ def test_the_name_of_the_pasted_file_is_no_evidence(tmp_path: Path) -> None:
     log.write_text("OverflowError: Python int too large to convert to C long\n")
     plain = run_cli("explain", str(log), timeout=120).stdout
     assert "cuda-python" not in plain and "PyCUDA" not in plain and "Triton" not in plain
+
+
+def test_the_codes_tables_name_only_what_the_vocabulary_and_the_reading_know(tmp_path: Path) -> None:
+    from gpudoctor.errors import GpuDoctorError
+    from gpudoctor.knowledge.codes import BY_ORDER, CODES, load_codes
+    from gpudoctor.knowledge.vocabulary import load_vocabulary
+
+    codes, kinds = load_codes(), load_vocabulary().kinds
+    assert {s.kind for s in codes.statuses.values() if s.kind} <= set(kinds)  # answer() looks each one up
+    assert {x.by for x in codes.xids.values()} <= set(BY_ORDER)
+    bad = tmp_path / "codes.toml"
+    bad.write_text(CODES.read_text().replace('by = "hardware"', 'by = "cosmic rays"', 1))
+    try:
+        load_codes(bad)
+    except GpuDoctorError as refused:
+        assert "'by' must be one of" in str(refused)
+    else:
+        raise AssertionError("a codes table with an unknown 'by' was loaded")

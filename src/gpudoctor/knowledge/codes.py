@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpudoctor.errors import GpuDoctorError
 from gpudoctor.tomlcheck import parse_toml
 
 CODES = Path(__file__).with_name("codes.toml")
@@ -53,6 +54,9 @@ class Codes:
 def load_codes(path: Path = CODES) -> Codes:
     data = parse_toml(path, path.read_text(encoding="utf-8"))
     xids = {int(x["code"]): Xid(int(x["code"]), x["name"], x["means"], x["by"], x["next"]) for x in data["xid"]}
+    wrong = next((x for x in xids.values() if x.by not in BY_ORDER), None)
+    if wrong is not None:  # read by index below: a value outside them would fail on a user's log, not here
+        raise GpuDoctorError(f"{path}: xid {wrong.code}: 'by' must be one of {', '.join(BY_ORDER)}, not {wrong.by!r}")
     statuses = {(s["api"], int(s["code"])): Status(int(s["code"]), s["api"], s["name"], s.get("kind"))
                 for s in data["status"]}  # fmt: skip
     return Codes(xids, statuses)
