@@ -404,3 +404,42 @@ def test_the_codes_tables_name_only_what_the_vocabulary_and_the_reading_know(tmp
         assert "'by' must be one of" in str(refused)
     else:
         raise AssertionError("a codes table with an unknown 'by' was loaded")
+
+
+def test_a_limit_a_platform_a_frontend_and_a_cleanup_are_read_in_their_own_words(tmp_path: Path) -> None:
+    """heldout9's generic answers whose next step did not reach the cause, by class: the limit the message names, a
+    feature the platform lacks, Triton's frontend refusing a construct, a destructor's error after a failed
+    constructor, Windows' missing DLL, a build without nvcc, torch without CUDA, a container without its GPUs."""
+    cases = (
+        ("error: Maximum allowed number of elements is 1048576, but %3 = tt.make_range {end = 4194304 : i32} : "
+         "tensor<4194304xi32> has more than that\n", "Triton failed during jit-compile"),
+        ("OverflowError: Python int too large to convert to C unsigned long\n", "a limit it (or the hardware) has"),
+        ("pycuda._driver.LogicError: cuMemHostRegister failed: operation not supported\n",
+         "does not provide the operation"),
+        ("AssertionError('Loop-carried variable acc has initial type <[64], fp32> but is re-assigned to <[64], fp16> "
+         "in loop! Please make sure that the type stays consistent.')\n", "TRITON_INTERPRET=1"),
+        ("Exception ignored in: <function Session.__del__ at 0x7f00aa>\nTraceback (most recent call last):\n"
+         '  File "/env/lib/python3.11/site-packages/gpukit/session.py", line 88, in __del__\n    self._ctx.pop()\n'
+         "AttributeError: 'Session' object has no attribute '_ctx'\n", "constructor had failed before it set _ctx"),
+        ('  File "cupy\\cuda\\memory.pyx", line 3, in init cupy.cuda.memory\n'
+         "ImportError: DLL load failed while importing driver: The specified module could not be found.\n",
+         "CuPy failed during import"),
+        ("building the colour kernels\nerror: could not find nvcc, set CUDA_HOME\n", "which nvcc"),
+        ('  File "/env/lib/python3.11/site-packages/torch/cuda/streams.py", line 34, in __new__\n'
+         "RuntimeError: Tried to instantiate dummy base class Event\n", "torch.version.cuda is None"),
+        ("==========\n== CUDA ==\n==========\nWARNING: The NVIDIA Driver was not detected.  GPU functionality will "
+         "not be available.\n", "started without the GPUs"),
+        ('Error response from daemon : could not select device driver "nvidia" with capabilities : [[gpu]]\n',
+         "docker has no device driver"),
+        ("Please submit a bug report to https://github.com/modular/modular/issues and include the crash backtrace.\n"
+         "Stack dump:\n0.      Program arguments: mojo run serve.mojo\nSegmentation fault\n",
+         "mojo build serve.mojo -o prog"),
+    )  # fmt: skip
+    _each_read_as_failure(tmp_path, cases)
+    # a Cython frame of an installed package is the package's, never "your program"
+    plain, _ = _said(tmp_path, cases[5][0])
+    assert "your program" not in plain
+    # the compiler's own frames in Mojo's report: its compile, not the ambiguous `mojo run`
+    plain, _ = _said(tmp_path, "#3 M::KGEN::KGENCompiler::runKGENPipeline\nmojo crashed!\nStack dump:\n"
+                               "0.      Program arguments: mojo run serve.mojo\n")  # fmt: skip
+    assert "internal checks while compiling" in plain and "mojo build serve.mojo" not in plain

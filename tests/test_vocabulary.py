@@ -41,6 +41,8 @@ CORPUS_FILES = (
     "heldout5.toml",
     "heldout6.toml",
     "heldout7.toml",
+    "heldout8.toml",
+    "heldout9.toml",
     "faults.toml",
 )
 QUOTES = {f"{name}#{r['id']}": r for name in CORPUS_FILES

@@ -146,7 +146,7 @@ def _frames_of_one_package(text: str, dist: tuple[str, str]) -> bool:
     are none, and the text's marks named it)."""
     from gpudoctor.knowledge.reading import _INSTALLED, frames
 
-    packages = {found["package"] for f in frames(text) if (found := _INSTALLED.search(f.path))}
+    packages = {found["package"] or found["cython"] for f in frames(text) if (found := _INSTALLED.search(f.path))}
     if len(packages) > 1:
         return False
     names = {n.lower() for p in packages for n in IMPORT_PACKAGES.get(p, (p, p.replace("_", "-")))}

@@ -265,6 +265,8 @@ def _unanswered(report: Report, knowledge: Knowledge, findings: Sequence[Finding
     first = answers[0][1]
     more = f" (and {len(runs) - 1} more run{'s' if len(runs) > 2 else ''})" if len(runs) > 1 else ""
     values = {**report_facts(report), "component": first.component, "phase": first.phase, "more": more}
+    # the one run's own next step as the fix (several runs: each has its own, in the evidence)
+    values["next"] = f"Next: {first.experiment}." if len(runs) == 1 else "Run the experiment named for each run below."
     if first.said:  # the tool's own words first: what it says is wrong, or what to do
         values["said"] = f'First what {first.component} itself says: "{first.said}". '
     evidence = tuple(f"{r.id} {r.outcome.value}: {a.line()}" for r, a in answers)

@@ -25,6 +25,8 @@ _FRAMES = re.compile(
 )
 _INSTALLED = re.compile(
     r"[/\\](?:site|dist)-packages[/\\](?:[\w.+-]+\.egg[/\\])?(?P<package>[A-Za-z0-9_]+)(?:[/\\]|\.py)"
+    # a compiled package's Cython source, as its tracebacks name it: relative to the package ("cupy\cuda\device.pyx")
+    r"|^(?P<cython>[A-Za-z_]\w*)[/\\][\w/\\]*\.p(?:yx|xd|xi)$"
 )
 # Python's own library (threading.py, runpy.py, concurrent/futures): never "your program" (an idle thread's frame)
 _STDLIB = re.compile(
@@ -93,8 +95,11 @@ def _innermost_frame(text: str, vocabulary: Vocabulary) -> tuple[Component | Non
     if not installed:
         return None, None, own_frame
     path = installed[-1].path
+    if not _INSTALLED.search(path)["package"]:  # type: ignore[index]  # a Cython source: where it is installed
+        path = "/site-packages/" + path.replace("\\", "/")
     component = next((m.component for m in vocabulary.marks if m.kind == "frame" and m.pattern.search(path)), None)
-    package = None if component else _INSTALLED.search(path)["package"]  # type: ignore[index]
+    found = _INSTALLED.search(path)
+    package = None if component or found is None else found["package"] or found["cython"]
     return component, package, own_frame
 
 
@@ -116,8 +121,8 @@ def _builder(text: str, vocabulary: Vocabulary, frame_component: Component | Non
 def _phase_of(text: str, vocabulary: Vocabulary, present: list[Component], answer: Component | None) -> str | None:
     """The phase the words show (the first that matches), a compile resolved by the components present."""
     word = next((w for w in vocabulary.words if w.pattern.search(text)), None)
-    if word is None:
-        return answer.phase if answer is not None else None
+    if word is None:  # the component's own phase; else that of another the text names (DLPack's, under CuPy's frames)
+        return next((c.phase for c in (answer, *present) if c is not None and c.phase), None)
     if word.phase != COMPILE:
         return word.phase
     if any(c.builds for c in present):
