@@ -443,3 +443,12 @@ def test_a_limit_a_platform_a_frontend_and_a_cleanup_are_read_in_their_own_words
     plain, _ = _said(tmp_path, "#3 M::KGEN::KGENCompiler::runKGENPipeline\nmojo crashed!\nStack dump:\n"
                                "0.      Program arguments: mojo run serve.mojo\n")  # fmt: skip
     assert "internal checks while compiling" in plain and "mojo build serve.mojo" not in plain
+
+
+def test_another_vendors_stack_gets_its_own_instruments_beside_nvidias(tmp_path: Path) -> None:
+    rocm = ("RuntimeError: HIP error: hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\n"
+            "Compile with `TORCH_USE_HIP_DSA` to enable device-side assertions.\n")  # fmt: skip
+    plain, _ = _said(tmp_path, rocm)
+    assert "on AMD's ROCm (HIP), NVIDIA's instruments do not apply" in plain and "rocminfo" in plain
+    plain, _ = _said(tmp_path, "RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
+    assert "NVIDIA's instruments do not apply" not in plain

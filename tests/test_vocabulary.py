@@ -47,7 +47,7 @@ CORPUS_FILES = (
 )
 QUOTES = {f"{name}#{r['id']}": r for name in CORPUS_FILES
           for r in tomllib.loads((TESTS / "field_corpus" / name).read_text())["report"]}  # fmt: skip
-ENTRIES = [(section, n, entry) for section in ("mark", "word", "kind") for n, entry in enumerate(RAW[section])]
+ENTRIES = [(section, n, entry) for section in ("mark", "word", "kind", "vendor") for n, entry in enumerate(RAW[section])]
 
 
 def _entry_id(section: str, n: int, entry: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ a compiler's bug: its neighbouring releases), and never proposes `gpudoctor run`
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 from gpudoctor.knowledge.entry import Knowledge
@@ -31,6 +32,8 @@ STATUS_PHASES = {"driver-did-not-initialise": "load", "driver-older-than-runtime
                  "launch-refused": "launch", "launch-timed-out": "run", "gpu-out-of-memory": "run",
                  "teardown-error": "exit"}  # fmt: skip
 NEAR_MINORS = 2  # a compiler's neighbouring releases: this many release lines before the installed one
+# the experiments' NVIDIA instruments, which another vendor's stack (the vocabulary's [[vendor]]) has its own for
+_NVIDIA_INSTRUMENTS = re.compile(r"nvidia-smi|compute-sanitizer|CUDA_LAUNCH_BLOCKING|cuda-gdb|\bnvcc\b|ldd -r")
 
 
 @dataclass(frozen=True)
@@ -222,6 +225,9 @@ def answer(result: ProbeResult, text: str, environment: Environment, knowledge: 
         bisect = bisect_proposal(result, dist, environment)
         if bisect is not None:  # another installed distribution declares another release: where it starts failing
             experiment = f"{bisect} (the release of {dist[0]} it starts failing with); or {experiment}"
+    vendor = next((v for v in vocabulary.vendors if v.pattern.search(text)), None)
+    if vendor is not None and _NVIDIA_INSTRUMENTS.search(experiment):  # another vendor's GPU: its own instruments
+        experiment = f"{experiment} — on {vendor.name}, NVIDIA's instruments do not apply: {vendor.instead}"
     caller = reading.caller
     if caller is None and reading.own_frame is not None and component_id != "own":
         caller = f"your program ({reading.own_frame[0]}:{reading.own_frame[1]})"

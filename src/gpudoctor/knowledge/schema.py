@@ -163,6 +163,16 @@ class KindShape:
 
 
 @dataclass(frozen=True)
+class VendorShape:
+    id: str
+    name: str
+    pattern: str
+    instead: str
+    source: str
+    text: str
+
+
+@dataclass(frozen=True)
 class VocabularyShape:
     phase: tuple[PhaseShape, ...] = ()
     component: tuple[ComponentShape, ...] = ()
@@ -170,6 +180,7 @@ class VocabularyShape:
     word: tuple[WordShape, ...] = ()
     kind: tuple[KindShape, ...] = ()
     statement: tuple[StatementShape, ...] = ()
+    vendor: tuple[VendorShape, ...] = ()
 
 
 def convert(data: dict[str, Any]) -> FileShape:

@@ -90,6 +90,17 @@ class Kind:
 
 
 @dataclass(frozen=True)
+class Vendor:
+    """Another vendor's GPU stack, by the words only its text carries: NVIDIA's instruments do not apply there, and
+    ``instead`` names its own."""
+
+    id: str
+    name: str
+    pattern: re.Pattern[str]
+    instead: str
+
+
+@dataclass(frozen=True)
 class Vocabulary:
     phases: dict[str, Phase]
     components: dict[str, Component]
@@ -99,6 +110,7 @@ class Vocabulary:
     # how a tool states a cause or a remedy in its own error line ("only applicable on", "requires", "use ...
     # instead", "Please set ..."): each pattern's group "said" is the statement
     statements: tuple[re.Pattern[str], ...] = ()
+    vendors: tuple[Vendor, ...] = ()
 
 
 @functools.cache
@@ -228,4 +240,13 @@ def _vocabulary(path: Path, shape: VocabularyShape) -> Vocabulary:
         if not compiled.search(statement.text):
             raise GpuDoctorError(f"{where}: field 'pattern' does not match its own 'text'")
         statements.append(compiled)
-    return Vocabulary(phases, components, tuple(marks), tuple(words), kinds, tuple(statements))
+    _unique(path, "vendor", [v.id for v in shape.vendor])
+    vendors = []
+    for n, vendor in enumerate(shape.vendor):
+        where = f"{path}: vendor #{n + 1} ({vendor.id})"
+        _sourced(where, vendor.source, vendor.text)
+        compiled = _compiled(where, vendor.pattern)
+        if not compiled.search(vendor.text):
+            raise GpuDoctorError(f"{where}: field 'pattern' does not match its own 'text'")
+        vendors.append(Vendor(vendor.id, vendor.name, compiled, vendor.instead))
+    return Vocabulary(phases, components, tuple(marks), tuple(words), kinds, tuple(statements), tuple(vendors))
