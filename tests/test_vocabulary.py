@@ -47,7 +47,8 @@ CORPUS_FILES = (
 )
 QUOTES = {f"{name}#{r['id']}": r for name in CORPUS_FILES
           for r in tomllib.loads((TESTS / "field_corpus" / name).read_text())["report"]}  # fmt: skip
-ENTRIES = [(section, n, entry) for section in ("mark", "word", "kind", "vendor") for n, entry in enumerate(RAW[section])]
+SECTIONS = ("mark", "word", "kind", "vendor")
+ENTRIES = [(section, n, entry) for section in SECTIONS for n, entry in enumerate(RAW[section])]
 
 
 def _entry_id(section: str, n: int, entry: dict[str, Any]) -> str:
