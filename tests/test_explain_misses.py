@@ -452,3 +452,44 @@ def test_another_vendors_stack_gets_its_own_instruments_beside_nvidias(tmp_path:
     assert "on AMD's ROCm (HIP), NVIDIA's instruments do not apply" in plain and "rocminfo" in plain
     plain, _ = _said(tmp_path, "RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
     assert "NVIDIA's instruments do not apply" not in plain
+
+
+def test_a_link_a_removed_api_an_op_without_cuda_and_nvml_are_read_in_their_own_words(tmp_path: Path) -> None:
+    """heldout10's generic misses by class, in made-up texts of the same shapes: the linker's own statement (a library
+    missing from the link line, an older libstdc++), PyTorch's removed C++ API, an operator or an extension without its
+    CUDA code, a device index that does not exist, NVML that did not start, docker without NVIDIA's runtime, a
+    container asking for a GPU the host lacks, numba-cuda's simulator, Triton on Windows without CUDA."""
+    cases = (
+        ("/usr/bin/ld: /tmp/mojo_archive-1a2b3c.a: undefined reference to symbol 'expf@@GLIBC_2.27'\n"
+         "/usr/bin/ld: /lib/x86_64-linux-gnu/libm.so.6: error adding symbols: DSO missing from command line\n"
+         "collect2: error: ld returned 1 exit status\nmojo: error: failed to link executable\n",
+         "mojo build -Xlinker -lm"),
+        ("/usr/bin/ld: /env/lib/libfoo.so: undefined reference to `std::__throw_bad_array_new_length()"
+         "@GLIBCXX_3.4.29'\n"
+         "collect2: error: ld returned 1 exit status\n", "GLIBCXX_3.4.29"),
+        ("/src/ext/src/roi_align.cpp:8:3: error: 'AT_CHECK' was not declared in this scope\n", "TORCH_CHECK"),
+        ("NotImplementedError: Could not run 'myops::fused_gelu' with arguments from the 'CUDA' backend.\n",
+         "the operator myops::fused_gelu has no kernel for CUDA"),
+        ("ImportError: /env/lib/python3.11/site-packages/detx/_ext.so: undefined symbol: "
+         "_Z13roi_pool_cudaRKN2at6TensorE\n",
+         "its CUDA sources were not compiled in"),
+        ("terminate called after throwing an instance of 'std::runtime_error'\n  what():  cudaSetDevice(2) invalid "
+         "device ordinal\nAborted (core dumped)\n", "nvidia-smi -L and echo $CUDA_VISIBLE_DEVICES"),
+        ("pynvml.nvml.NVMLError_Uninitialized: Uninitialized\n", "NVML (the driver's management library"),
+        ("docker: Error response from daemon: Unknown runtime specified nvidia.\n", "nvidia-ctk runtime configure"),
+        ("stderr: nvidia-container-cli: device error: GPU-0000aaaa: unknown device: unknown\n",
+         "nvidia-smi -L on the host"),
+        ('  File "/env/lib/python3.10/site-packages/numba/cuda/simulator/api.py", line 40, in stream\n'
+         "TypeError: __init__() got an unexpected keyword argument 'priority'\n", "NUMBA_ENABLE_CUDASIM"),
+        ("cuda_utils.c\nLINK : fatal error LNK1181: cannot open input file 'cuda.lib'\n", "CUDA_PATH"),
+    )  # fmt: skip
+    _each_read_as_failure(tmp_path, cases)
+    # the simulator's missing name is the stand-in's, not a release's
+    plain, _ = _said(tmp_path, "AttributeError: module 'numba.cuda.simulator.cudadrv.driver' has no attribute "
+                               "'device_memset'\n")  # fmt: skip
+    assert "CUDA simulator" in plain and "Install the release" not in plain
+    # code exec'd from a string (a generated launcher) is never "your program"
+    plain, _ = _said(tmp_path, '  File "/env/lib/python3.10/site-packages/triton/runtime/jit.py", line 291, in '
+                               '_make_launcher\n    exec(src, scope)\n  File "<string>", line 3\n'
+                               "SyntaxError: invalid syntax\n")  # fmt: skip
+    assert "your program" not in plain and "Triton failed during jit-compile" in plain

@@ -43,6 +43,7 @@ CORPUS_FILES = (
     "heldout7.toml",
     "heldout8.toml",
     "heldout9.toml",
+    "heldout10.toml",
     "faults.toml",
 )
 QUOTES = {f"{name}#{r['id']}": r for name in CORPUS_FILES

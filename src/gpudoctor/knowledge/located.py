@@ -7,6 +7,7 @@ Pure: reads the run's detail and the import-name table (``import_names.toml``); 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Mapping
@@ -74,9 +75,14 @@ class _Said:
     parent_imported: bool = False
     raised: bool = True
     shadowed_by: str | None = None  # the file the module came from, outside the installed packages
+    stand_in: str | None = None  # a package's partial stand-in for the real module (numba-cuda's simulator)
 
 
 def _said(text: str, kind: str, module: str) -> _Said:
+    return dataclasses.replace(_said_of(text, kind, module), stand_in=_stand_in(module, text))
+
+
+def _said_of(text: str, kind: str, module: str) -> _Said:
     if kind == IMPORT_NAME:  # "cannot import name 'X' from 'M' (PATH)": where M came from
         path = re.search(rf"from '{re.escape(module)}' \((?P<path>[^)\n]+\.py)\)", text)
         outside = path is not None and not re.search(r"[/\\](?:site|dist)-packages[/\\]", path["path"])
@@ -92,9 +98,23 @@ def _said(text: str, kind: str, module: str) -> _Said:
                  raised=raised)  # fmt: skip
 
 
+# A package's stand-in for its real module, which implements only part of it: a name missing there is no release's
+_STAND_INS = {"numba.cuda.simulator": "numba-cuda's CUDA simulator (NUMBA_ENABLE_CUDASIM=1)"}
+
+
+def _stand_in(module: str, text: str) -> str | None:
+    """The stand-in the failing module (or the text) shows, in words: its name missing is the stand-in's gap."""
+    path = text.replace("\\", "/")
+    return next((words for prefix, words in _STAND_INS.items()
+                 if module.startswith(prefix) or prefix.replace(".", "/") in path), None)  # fmt: skip
+
+
 def _where_now(detail: dict[str, Any], provider: str, said: _Said) -> tuple[str, str | None]:
     """Where the name is now, in words, and the spelling that reaches it (None when the environment has none)."""
     kind, name, module = str(detail.get("kind")), str(detail.get("name")), str(detail.get("module"))
+    if said.stand_in is not None:
+        return (f"{module} is {said.stand_in}, which implements only part of the real module: {name} missing there is "
+                "the stand-in's gap, not a release's", None)  # fmt: skip
     found = [_dict(f) for f in _list(detail.get("found"))]
     close = [str(c) for c in _list(detail.get("close"))]
     if kind not in (IMPORT_NAME, ATTRIBUTE):
@@ -226,7 +246,11 @@ def located(result: ProbeResult) -> Located | None:
     if install and not said.raised:  # only printed: an optional import prints this and goes on
         install += (f", if the program stopped here; a library that imports {top} only optionally prints this line "
                     "and goes on, and then it is not the failure")  # fmt: skip
-    if asker.get("distribution"):
+    if said.stand_in is not None:
+        switch = said.stand_in.split(" (")[-1].rstrip(")")
+        fix = (f"Run it on the real target (without {switch}), or keep this call out of what runs under the stand-in; "
+               "where the stand-in was meant, it must be switched on before the package is first imported")  # fmt: skip
+    elif asker.get("distribution"):
         # The code that asked is an installed package's, not the user's: the advice is about the pairing of the two
         # releases, never an edit to that package's files.
         fix = install or _pairing(str(provider_name or module.split(".")[0]), provider_detail.get("version"), asker)

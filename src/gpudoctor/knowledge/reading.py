@@ -86,7 +86,9 @@ def _innermost_frame(text: str, vocabulary: Vocabulary) -> tuple[Component | Non
     import name; and the innermost frame outside installed packages (the user's own code)."""
     all_frames = frames(text)
     installed = [f for f in all_frames if _INSTALLED.search(f.path)]
-    own = [f for f in all_frames if not _INSTALLED.search(f.path) and not _STDLIB.search(f.path)]
+    # code exec'd from a string (a launcher a library generates) is that library's, never "your program"
+    own = [f for f in all_frames
+           if not _INSTALLED.search(f.path) and not _STDLIB.search(f.path) and f.path != "<string>"]  # fmt: skip
     own_frame = None
     if own:
         line = re.search(r"line (\d+)|:(\d+)", text[own[-1].at :])
