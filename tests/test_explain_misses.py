@@ -493,3 +493,20 @@ def test_a_link_a_removed_api_an_op_without_cuda_and_nvml_are_read_in_their_own_
                                '_make_launcher\n    exec(src, scope)\n  File "<string>", line 3\n'
                                "SyntaxError: invalid syntax\n")  # fmt: skip
     assert "your program" not in plain and "Triton failed during jit-compile" in plain
+
+
+def test_a_builds_missing_python_headers_are_no_triton_launcher_and_a_missing_device_node_is_read(
+    tmp_path: Path,
+) -> None:
+    build = ("running build_ext\nbuilding 'fastops._ext' extension\ngcc -pthread -fPIC -I/usr/include/python3.10 -c "
+             "ext.c -o build/ext.o\next.c:3:10: fatal error: Python.h: No such file or directory\n")  # fmt: skip
+    plain, findings = _said(tmp_path, build)
+    ids = " ".join(map(str, _ids(findings)))
+    assert "python-headers-missing" in ids and "triton-launcher-cannot-build" not in ids
+    assert "python3.X-dev" in plain
+    triton = ('  File "/env/lib/python3.11/site-packages/triton/runtime/build.py", line 32, in _build\n'
+              "/tmp/tmpx1/cuda_utils.c:6:10: fatal error: Python.h: No such file or directory\n")  # fmt: skip
+    _, findings = _said(tmp_path, triton)
+    ids = " ".join(map(str, _ids(findings)))
+    assert "triton-launcher-cannot-build" in ids and "python-headers-missing" not in ids
+    _each_read_as_failure(tmp_path, (("no NVIDIA GPU device is present: /dev/nvidia1 does not exist\n", "lsmod"),))
