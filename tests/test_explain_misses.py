@@ -510,3 +510,33 @@ def test_a_builds_missing_python_headers_are_no_triton_launcher_and_a_missing_de
     ids = " ".join(map(str, _ids(findings)))
     assert "triton-launcher-cannot-build" in ids and "python-headers-missing" not in ids
     _each_read_as_failure(tmp_path, (("no NVIDIA GPU device is present: /dev/nvidia1 does not exist\n", "lsmod"),))
+
+
+def test_torch_without_cuda_nvml_answers_wheels_and_a_missing_extension_are_read(tmp_path: Path) -> None:
+    """heldout11's misses by class, in made-up texts of the same shapes: torch's own 'not compiled with CUDA' (a title
+    is a failure), an NVML query a board does not support, no nvidia-smi, a CUDA library of another major, Inductor
+    without Triton, a wheel for another interpreter, a package server's 5xx, a solver's virtual package, SIGILL,
+    Windows' WinError 126, and a tool's own instruction for its details."""
+    cases = (
+        ("Torch not compiled with CUDA enabled\n", "torch.version.cuda is None"),
+        ("pynvml.NVMLError_NotSupported: Not Supported\n", "does not support the query"),
+        ("FileNotFoundError: [Errno 2] No such file or directory: 'nvidia-smi'\n", "nouveau"),
+        ("OSError: libcublasLt.so.12 not found\n", "a CUDA 12 library"),
+        ("Cannot find a working triton installation. Either the package is not installed or it is too old.\n",
+         "the interpreter that runs it"),
+        ("ERROR: somepkg-1.0-cp39-cp39-manylinux_2_17_x86_64.whl is not a supported wheel on this platform.\n",
+         "pip debug --verbose"),
+        ("error: http error: response code 503 - fetching the package index\n", "a fault on the server's side"),
+        ("Error:   \u00d7 Cannot install environment 'default'\n"
+         "  ╰─▶ Virtual package '__cuda >=12' does not match any of\n",
+         "CONDA_OVERRIDE"),
+        ("Illegal instruction (core dumped)\n", "/proc/cpuinfo"),
+        ('OSError: [WinError 126] The specified module could not be found. Error loading "C:\\env\\torch\\lib\\'
+         'cudnn64_9.dll" or one of its dependencies.\n', "during import"),
+        ("Error on calling the monitor. Use --debug flag for details\n", 'it says itself: "Use --debug flag'),
+    )  # fmt: skip
+    _each_read_as_failure(tmp_path, cases)
+    # the text's own "extension not installed": the missing name is that extension, never a release to install
+    plain, _ = _said(tmp_path, "AttributeError: module 'fastq' has no attribute 'fastq_cuda'. Also: 'CUDA extension "
+                               "not installed.'\n")  # fmt: skip
+    assert "compiled extension" in plain and "Install the release" not in plain

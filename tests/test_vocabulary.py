@@ -44,6 +44,7 @@ CORPUS_FILES = (
     "heldout8.toml",
     "heldout9.toml",
     "heldout10.toml",
+    "heldout11.toml",
     "faults.toml",
 )
 QUOTES = {f"{name}#{r['id']}": r for name in CORPUS_FILES

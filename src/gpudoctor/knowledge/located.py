@@ -76,10 +76,20 @@ class _Said:
     raised: bool = True
     shadowed_by: str | None = None  # the file the module came from, outside the installed packages
     stand_in: str | None = None  # a package's partial stand-in for the real module (numba-cuda's simulator)
+    unbuilt: str | None = None  # the text's words that a compiled extension is missing ("extension not installed")
+
+
+# A package's own words that its compiled extension is not there: the missing name is that extension, not a release's
+_UNBUILT = re.compile(
+    r"(?i)\b(?:CUDA |C\+\+ |C )?extension (?:is )?not (?:installed|built|compiled|available|found)\b"
+    r"|\bfailed to (?:build|compile|load) (?:the )?(?:CUDA |C\+\+ )?extension\b"
+)
 
 
 def _said(text: str, kind: str, module: str) -> _Said:
-    return dataclasses.replace(_said_of(text, kind, module), stand_in=_stand_in(module, text))
+    unbuilt = _UNBUILT.search(text)
+    return dataclasses.replace(_said_of(text, kind, module), stand_in=_stand_in(module, text),
+                               unbuilt=unbuilt.group(0) if unbuilt else None)  # fmt: skip
 
 
 def _said_of(text: str, kind: str, module: str) -> _Said:
@@ -112,6 +122,9 @@ def _stand_in(module: str, text: str) -> str | None:
 def _where_now(detail: dict[str, Any], provider: str, said: _Said) -> tuple[str, str | None]:
     """Where the name is now, in words, and the spelling that reaches it (None when the environment has none)."""
     kind, name, module = str(detail.get("kind")), str(detail.get("name")), str(detail.get("module"))
+    if said.unbuilt is not None:
+        return (f'the text itself says "{said.unbuilt}": {module}.{name} is most likely that compiled extension, '
+                "which the package's install did not build", None)  # fmt: skip
     if said.stand_in is not None:
         return (f"{module} is {said.stand_in}, which implements only part of the real module: {name} missing there is "
                 "the stand-in's gap, not a release's", None)  # fmt: skip
@@ -246,7 +259,11 @@ def located(result: ProbeResult) -> Located | None:
     if install and not said.raised:  # only printed: an optional import prints this and goes on
         install += (f", if the program stopped here; a library that imports {top} only optionally prints this line "
                     "and goes on, and then it is not the failure")  # fmt: skip
-    if said.stand_in is not None:
+    if said.unbuilt is not None:
+        fix = (f"Reinstall {top} so its compiled extension is built, with the build's output (pip install -v "
+               "--no-build-isolation: nvcc must compile its CUDA files, and the first error of that build is the "
+               "cause), where CUDA_HOME and nvcc match torch's CUDA release")  # fmt: skip
+    elif said.stand_in is not None:
         switch = said.stand_in.split(" (")[-1].rstrip(")")
         fix = (f"Run it on the real target (without {switch}), or keep this call out of what runs under the stand-in; "
                "where the stand-in was meant, it must be switched on before the package is first imported")  # fmt: skip
