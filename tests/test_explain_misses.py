@@ -534,6 +534,7 @@ def test_torch_without_cuda_nvml_answers_wheels_and_a_missing_extension_are_read
         ('OSError: [WinError 126] The specified module could not be found. Error loading "C:\\env\\torch\\lib\\'
          'cudnn64_9.dll" or one of its dependencies.\n', "during import"),
         ("Error on calling the monitor. Use --debug flag for details\n", 'it says itself: "Use --debug flag'),
+        ("[BUG] myext/extension.h: undefined symbol\n", ""),
     )  # fmt: skip
     _each_read_as_failure(tmp_path, cases)
     # the text's own "extension not installed": the missing name is that extension, never a release to install

@@ -41,7 +41,7 @@ def test_the_runtimes_sentence_alone_names_no_package(tmp_path: Path) -> None:
     rc, report = _explain(tmp_path, "CUDA driver version is insufficient for CUDA runtime version\n")
     (finding,) = _on_log(report)
     assert rc == 1 and finding["id"] == "cuda-runtime-newer-than-driver"
-    assert finding["title"] == "The NVIDIA driver is older than the CUDA runtime the failing program uses"
+    assert finding["title"] == "The NVIDIA driver is missing, or older than the CUDA runtime the failing program uses"
     for package in ("torch", "CuPy", "numba"):
         assert package not in finding["title"]
     assert "gpudoctor does not guess one" in finding["explanation"]
