@@ -84,6 +84,13 @@ def _each_read_as_failure(tmp_path: Path, cases: tuple[tuple[str, str], ...]) ->
         assert "no failure found" not in plain and said in plain, (text, plain)
 
 
+def _missing_name_is_no_release(tmp_path: Path, text: str, said: str) -> None:
+    """A missing name the text itself explains (a stand-in's gap, an extension not built) is never a release to
+    install."""
+    plain, _ = _said(tmp_path, text)
+    assert said in plain and "Install the release" not in plain, plain
+
+
 def test_a_compilers_crash_is_its_compile_never_a_run_time_fault(tmp_path: Path) -> None:
     # an MLIR pass of Triton's that failed on an assertion in the compiler's own C++ source
     triton = ("kernel.py:31:0: error: Failures have been detected while processing an MLIR pass pipeline\n"
@@ -485,9 +492,8 @@ def test_a_link_a_removed_api_an_op_without_cuda_and_nvml_are_read_in_their_own_
     )  # fmt: skip
     _each_read_as_failure(tmp_path, cases)
     # the simulator's missing name is the stand-in's, not a release's
-    plain, _ = _said(tmp_path, "AttributeError: module 'numba.cuda.simulator.cudadrv.driver' has no attribute "
-                               "'device_memset'\n")  # fmt: skip
-    assert "CUDA simulator" in plain and "Install the release" not in plain
+    _missing_name_is_no_release(tmp_path, "AttributeError: module 'numba.cuda.simulator.cudadrv.driver' has no "
+                                          "attribute 'device_memset'\n", "CUDA simulator")  # fmt: skip
     # code exec'd from a string (a generated launcher) is never "your program"
     plain, _ = _said(tmp_path, '  File "/env/lib/python3.10/site-packages/triton/runtime/jit.py", line 291, in '
                                '_make_launcher\n    exec(src, scope)\n  File "<string>", line 3\n'
@@ -538,6 +544,5 @@ def test_torch_without_cuda_nvml_answers_wheels_and_a_missing_extension_are_read
     )  # fmt: skip
     _each_read_as_failure(tmp_path, cases)
     # the text's own "extension not installed": the missing name is that extension, never a release to install
-    plain, _ = _said(tmp_path, "AttributeError: module 'fastq' has no attribute 'fastq_cuda'. Also: 'CUDA extension "
-                               "not installed.'\n")  # fmt: skip
-    assert "compiled extension" in plain and "Install the release" not in plain
+    _missing_name_is_no_release(tmp_path, "AttributeError: module 'fastq' has no attribute 'fastq_cuda'. Also: 'CUDA "
+                                          "extension not installed.'\n", "compiled extension")  # fmt: skip

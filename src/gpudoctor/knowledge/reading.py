@@ -100,8 +100,7 @@ def _innermost_frame(text: str, vocabulary: Vocabulary) -> tuple[Component | Non
     if not _INSTALLED.search(path)["package"]:  # type: ignore[index]  # a Cython source: where it is installed
         path = "/site-packages/" + path.replace("\\", "/")
     component = next((m.component for m in vocabulary.marks if m.kind == "frame" and m.pattern.search(path)), None)
-    found = _INSTALLED.search(path)
-    package = None if component or found is None else found["package"] or found["cython"]
+    package = None if component else _INSTALLED.search(path)["package"]  # type: ignore[index]
     return component, package, own_frame
 
 

@@ -152,6 +152,15 @@ def _sourced(where: str, source: str, text: str) -> None:
         raise GpuDoctorError(f"{where}: field 'text' must be a non-empty string")
 
 
+def _matching_its_text(where: str, pattern: str, source: str, text: str) -> re.Pattern[str]:
+    """``pattern`` compiled, where it matches the public ``text`` it came from (from ``source``)."""
+    _sourced(where, source, text)
+    compiled = _compiled(where, pattern)
+    if not compiled.search(text):
+        raise GpuDoctorError(f"{where}: field 'pattern' does not match its own 'text'")
+    return compiled
+
+
 def _templates(where: str, texts: dict[str, str | None], names: frozenset[str]) -> None:
     for field, text in texts.items():
         if text is None:
@@ -233,20 +242,14 @@ def _vocabulary(path: Path, shape: VocabularyShape) -> Vocabulary:
     statements = []
     for n, statement in enumerate(shape.statement):
         where = f"{path}: statement #{n + 1}"
-        _sourced(where, statement.source, statement.text)
-        compiled = _compiled(where, statement.pattern)
+        compiled = _matching_its_text(where, statement.pattern, statement.source, statement.text)
         if "said" not in compiled.groupindex:
             raise GpuDoctorError(f"{where}: field 'pattern' needs a group named 'said' (the statement)")
-        if not compiled.search(statement.text):
-            raise GpuDoctorError(f"{where}: field 'pattern' does not match its own 'text'")
         statements.append(compiled)
     _unique(path, "vendor", [v.id for v in shape.vendor])
     vendors = []
     for n, vendor in enumerate(shape.vendor):
-        where = f"{path}: vendor #{n + 1} ({vendor.id})"
-        _sourced(where, vendor.source, vendor.text)
-        compiled = _compiled(where, vendor.pattern)
-        if not compiled.search(vendor.text):
-            raise GpuDoctorError(f"{where}: field 'pattern' does not match its own 'text'")
+        compiled = _matching_its_text(f"{path}: vendor #{n + 1} ({vendor.id})", vendor.pattern, vendor.source,
+                                      vendor.text)  # fmt: skip
         vendors.append(Vendor(vendor.id, vendor.name, compiled, vendor.instead))
     return Vocabulary(phases, components, tuple(marks), tuple(words), kinds, tuple(statements), tuple(vendors))
