@@ -147,9 +147,9 @@ def near_releases(dist: tuple[str, str] | None, packages: tuple[str, ...], comma
 def _frames_of_one_package(text: str, dist: tuple[str, str]) -> bool:
     """Whether the failing frames in installed packages are all of one package, the distribution ``dist`` (or there
     are none, and the text's marks named it)."""
-    from gpudoctor.knowledge.reading import _INSTALLED, frames
+    from gpudoctor.knowledge.reading import frames, installed_package
 
-    packages = {found["package"] or found["cython"] for f in frames(text) if (found := _INSTALLED.search(f.path))}
+    packages = {package for f in frames(text) if (package := installed_package(f.path))}
     if len(packages) > 1:
         return False
     names = {n.lower() for p in packages for n in IMPORT_PACKAGES.get(p, (p, p.replace("_", "-")))}

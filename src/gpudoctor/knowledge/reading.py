@@ -62,6 +62,13 @@ class Reading:
     values: dict[str, str] = field(default_factory=dict)
 
 
+def installed_package(path: str) -> str | None:
+    """The import name of the installed package a frame's path lies in (a Cython source's path is relative to its
+    package: "cupy\\cuda\\device.pyx"); None for a path outside the installed packages."""
+    found = _INSTALLED.search(path)
+    return None if found is None else found["package"] or found["cython"]
+
+
 def frames(text: str) -> list[Frame]:
     """The traceback frames in ``text``, outermost first."""
     found = []
@@ -85,10 +92,10 @@ def _innermost_frame(text: str, vocabulary: Vocabulary) -> tuple[Component | Non
     """The innermost installed frame's component (the first frame mark its path matches) or, with none, its package's
     import name; and the innermost frame outside installed packages (the user's own code)."""
     all_frames = frames(text)
-    installed = [f for f in all_frames if _INSTALLED.search(f.path)]
+    installed = [f for f in all_frames if installed_package(f.path)]
     # code exec'd from a string (a launcher a library generates) is that library's, never "your program"
     own = [f for f in all_frames
-           if not _INSTALLED.search(f.path) and not _STDLIB.search(f.path) and f.path != "<string>"]  # fmt: skip
+           if not installed_package(f.path) and not _STDLIB.search(f.path) and f.path != "<string>"]  # fmt: skip
     own_frame = None
     if own:
         line = re.search(r"line (\d+)|:(\d+)", text[own[-1].at :])
@@ -97,11 +104,11 @@ def _innermost_frame(text: str, vocabulary: Vocabulary) -> tuple[Component | Non
     if not installed:
         return None, None, own_frame
     path = installed[-1].path
+    package = installed_package(path)
     if not _INSTALLED.search(path)["package"]:  # type: ignore[index]  # a Cython source: where it is installed
         path = "/site-packages/" + path.replace("\\", "/")
     component = next((m.component for m in vocabulary.marks if m.kind == "frame" and m.pattern.search(path)), None)
-    package = None if component else _INSTALLED.search(path)["package"]  # type: ignore[index]
-    return component, package, own_frame
+    return component, None if component else package, own_frame
 
 
 def innermost_package(text: str, vocabulary: Vocabulary) -> str | None:
