@@ -10,38 +10,19 @@ the same (by the words of the two causes: a proxy, printed beside a sample to ju
 from __future__ import annotations
 
 import argparse
-import math
 import random
 import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
-from gpudoctor.knowledge.public import FOLDER, Corpus, load_corpus, signature
+from gpudoctor.knowledge.public import FOLDER, SAME_CAUSE, Corpus, load_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
-SAME_CAUSE = (
-    0.30  # cosine of the two causes' rare words at or above which the nearest report's cause counts as the same
-)
-
-
-def _cause_vectors(corpus: Corpus) -> list[dict[str, float]]:
-    words = [signature([r.cause]) for r in corpus.reports]
-    documents = Counter(w for ws in words for w in set(ws))
-    idf = {w: math.log(1 + len(words) / n) for w, n in documents.items()}
-    vectors = []
-    for ws in words:
-        weights = {w: (1 + math.log(n)) * idf[w] for w, n in Counter(ws).items()}
-        norm = math.sqrt(sum(v * v for v in weights.values())) or 1.0
-        vectors.append({w: v / norm for w, v in weights.items()})
-    return vectors
 
 
 def leave_one_out(corpus: Corpus, sample: int) -> None:
-    causes = _cause_vectors(corpus)
-    index = {id(r): n for n, r in enumerate(corpus.reports)}
     established = [n for n, r in enumerate(corpus.reports) if r.resolved != "open" and r.cause != "not established"]
     matched = agreed = 0
     pairs = []
@@ -53,8 +34,7 @@ def leave_one_out(corpus: Corpus, sample: int) -> None:
             continue
         matched += 1
         score, other = nearest[0]
-        m = index[id(other)]
-        same = sum(v * causes[m].get(w, 0.0) for w, v in causes[n].items())
+        same = corpus.same_cause(report, other)
         agreed += same >= SAME_CAUSE
         pairs.append((report, other, score, same))
     total = len(established)

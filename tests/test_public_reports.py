@@ -96,3 +96,44 @@ def test_a_tracebacks_code_lines_and_a_builds_wrapper_lines_are_not_the_error() 
     ]
     # a code line whose frame line was cut off is code all the same
     assert error_lines("    raise CudaAPIError(retcode, msg)\n    err = RuntimeError(msg)\n") == []
+
+
+def test_a_failure_quoted_in_prose_or_a_title_alone_is_still_the_error() -> None:
+    # between backticks or after a bracketed tag (a title), in a failure's words without "error", or a tool's one line
+    assert error_lines("`RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB`") == [
+        "`RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB`"]  # fmt: skip
+    assert error_lines("[kernels]ValueError: bad block size") == ["[kernels]ValueError: bad block size"]
+    assert error_lines("I ran it on the cluster\nTorch not compiled with CUDA enabled\n") == [
+        "Torch not compiled with CUDA enabled"]  # fmt: skip
+    assert error_lines("Tried the nightly build too.\npynvml.nvml.NVMLError_Uninitialized on 2021.6.1") == [
+        "pynvml.nvml.NVMLError_Uninitialized on 2021.6.1"]  # fmt: skip
+    # a Cython frame shows no code line: the exception under it is the error
+    assert error_lines('  File "cupy/cuda/device.pyx", line 1, in init cupy.cuda.device\n'
+                       "ImportError: libcudart.so.11.0: cannot open shared object file\n") == [
+        "ImportError: libcudart.so.11.0: cannot open shared object file"]  # fmt: skip
+    # nothing in a failure's words: the text's last lines stand for it (a title pasted alone)
+    assert error_lines("GPU kernel launch on the second card\n") == ["GPU kernel launch on the second card"]
+
+
+def test_two_errors_of_one_shape_naming_different_things_are_not_the_same_error(tmp_path: Path) -> None:
+    corpus_folder = tmp_path / "reports"
+    corpus_folder.mkdir()
+    entries = [
+        ("a/triton-win#1", "ModuleNotFoundError: No module named 'triton'", "no Windows wheel of the package"),
+        ("b/cupy-env#2", "ModuleNotFoundError: No module named 'cupy'", "installed into another interpreter"),
+        ("c/nvcc-old#3", "nvcc fatal   : Unsupported gpu architecture 'compute_86'", "an nvcc older than the GPU"),
+    ] + [(f"d/filler#{n}", f"ValueError: unrelated filler message number {n} about widget{n}", "filler")
+         for n in range(12)]  # fmt: skip
+    text = "".join(
+        f"[[report]]\nsource = {json.dumps(s)}\nurl = \"https://github.com/{s.replace('#', '/issues/')}\"\n"
+        f'date = "2025-01-01"\nstack = "other"\nerror = {json.dumps(e)}\ncause = {json.dumps(c)}\n'
+        f'fix = "the fix"\nresolved = "fixed"\n\n'
+        for s, e, c in entries
+    )
+    (corpus_folder / "made_up.toml").write_text(text)
+    corpus = load_corpus(corpus_folder)
+    found = [r.source for _, r in corpus.nearest(["ModuleNotFoundError: No module named 'cupy'"])]
+    assert found == ["b/cupy-env#2"]  # the same words, another module: another error
+    # numbers aside, one error's two arguments are the same error
+    found = [r.source for _, r in corpus.nearest(["nvcc fatal   : Unsupported gpu architecture 'compute_35'"])]
+    assert found == ["c/nvcc-old#3"]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpudoctor.knowledge.failure_words import reads_as_failure
 from gpudoctor.memo import Memo
 from gpudoctor.textfile import read_text
 from gpudoctor.tomlcheck import parse_toml
@@ -33,6 +34,7 @@ SAME_ERROR = 0.55
 MIN_SHARED = 3
 SHOWN = 5
 COMMON = 10  # more reports of one error than this: an error too common to read one cause from
+SAME_CAUSE = 0.30  # cosine of two causes' rare words at or above which two threads found the same cause (a proxy)
 
 _HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{12,}\b")
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~+-]*[/\\])+([\w.+-]+)")
@@ -41,9 +43,15 @@ _NUMBER = re.compile(r"\b\d+\b")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]+")
 # Error lines of a text: an exception, a tool's error or fatal line, a failed assertion, a status name.
 _ERROR_LINE = re.compile(
-    r"(?:^|\s)(?:[\w.]+(?:Error|Exception|Fault)\b|error\b|fatal\b|FAILED|failed|Assertion|CUDA_ERROR_\w+|"
+    r"(?<![\w.])(?:[\w.]+(?:Error|Exception|Fault)(?:_\w+)?\b|error\b|fatal\b|FAILED|failed|Assertion|CUDA_ERROR_\w+|"
     r"cudaError\w+|NCCL WARN|Xid|undefined symbol|not found|Segmentation fault|core dumped|Killed)",
     re.IGNORECASE,
+)
+# What an error line names: a quoted name (a module, a symbol, an option, an architecture) or a library's file. Two
+# errors that each name something, and nothing in common, are two errors of one shape ("No module named 'triton'" is
+# not "No module named 'cupy'"), numbers aside ('compute_86' and 'compute_35' are one error's two arguments).
+_NAMED = re.compile(
+    r"""['"`\u2018\u201c]([^'"`\s\u2019\u201d]{2,80})['"`\u2019\u201d]|\b(lib[\w+-]+\.so|[\w+-]+\.dll)\b"""
 )
 _STOP = frozenset({"the", "and", "for", "with", "from", "this", "that", "line", "file", "error", "call", "last", "most",
                    "recent", "traceback", "in", "of", "to", "is", "at", "on", "py", "self", "return"})  # fmt: skip
@@ -67,6 +75,17 @@ class PublicReport:
         return self.resolved in ("fixed", "workaround", "explained") and not self.cause.startswith("not established")
 
 
+def names(lines: Iterable[str]) -> frozenset[str]:
+    """What the error lines name (quoted, or a library's file), numbers and versions taken out."""
+    found = set()
+    for line in lines:
+        for quoted, library in _NAMED.findall(line):
+            name = re.sub(r"\d+", "", _VERSION.sub("", _HEX.sub("", (quoted or library).lower()))).strip(".:,;()[]")
+            if len(name) >= 2:
+                found.add(name)
+    return frozenset(found)
+
+
 def signature(lines: Iterable[str]) -> list[str]:
     """The words of error lines with what varies between two reports of one error taken out: hex, numbers, versions,
     folders of paths (a file's name stays), case."""
@@ -85,7 +104,8 @@ def signature(lines: Iterable[str]) -> list[str]:
 _WRAPPER = re.compile(
     r"ninja: build stopped|Error compiling objects for extension|CalledProcessError|subprocess-exited-with-error|"
     r"Failed building wheel|Could not build wheels|error: command .* failed with exit (?:code|status)|"
-    r"note: This error originates from a subprocess|exit code: \d+|ERROR: Failed to build"
+    r"note: This error originates from a subprocess|exit code: \d+|ERROR: Failed to build|"
+    r"Traceback \(most recent call last\)|During handling of the above exception"
 )
 _FRAME_LINE = re.compile(r'^\s*File "[^"]*", line \d+')
 # An indented Python statement is a traceback's code line, wherever the frame line above it was cut off.
@@ -94,20 +114,29 @@ _CODE_LINE = re.compile(
 )
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _code_under_frame(line: str, above: str) -> bool:
+    """A frame's code line: indented under it (a Cython frame has none, and the exception follows it unindented)."""
+    return _FRAME_LINE.match(above) is not None and _indent(line) > _indent(above)
+
+
 def error_lines(text: str) -> list[str]:
     """The lines of a failure's text that say what failed (its last MAX_TEXT_LINES lines read): not a traceback's
     frames or the code lines under them (`raise CudaAPIError(retcode, msg)` is where, not what), nor a build's
-    wrapper lines."""
+    wrapper lines. A text none of whose lines says so in a failure's words (a pasted title, a tool's one line in its
+    own words) is its own error: its last lines."""
     lines = text.splitlines()[-MAX_TEXT_LINES:]
-    found = []
-    for n, line in enumerate(lines):
-        if _FRAME_LINE.match(line) or (n and _FRAME_LINE.match(lines[n - 1])) or _WRAPPER.search(line):
-            continue
-        if _CODE_LINE.match(line):
-            continue
-        if _ERROR_LINE.search(line):
-            found.append(line.strip())
-    return list(dict.fromkeys(line[:400] for line in found if line))[-24:]
+    said = [
+        line.strip()
+        for n, line in enumerate(lines)
+        if line.strip() and not _FRAME_LINE.match(line) and not (n and _code_under_frame(line, lines[n - 1]))
+        and not _WRAPPER.search(line) and not _CODE_LINE.match(line)
+    ]  # fmt: skip
+    found = [line for line in said if _ERROR_LINE.search(line) or reads_as_failure(line)] or said[-3:]
+    return list(dict.fromkeys(line[:400] for line in found))[-24:]
 
 
 @dataclass(frozen=True)
@@ -115,12 +144,11 @@ class Corpus:
     reports: tuple[PublicReport, ...]
     vectors: tuple[dict[str, float], ...]
     idf: dict[str, float]
+    names: tuple[frozenset[str], ...] = ()
 
     def vector(self, words: Sequence[str]) -> dict[str, float]:
         counts = Counter(words)
-        weights = {w: (1 + math.log(n)) * self.idf.get(w, self.rare) for w, n in counts.items()}
-        norm = math.sqrt(sum(v * v for v in weights.values())) or 1.0
-        return {w: v / norm for w, v in weights.items()}
+        return _unit({w: (1 + math.log(n)) * self.idf.get(w, self.rare) for w, n in counts.items()})
 
     @property
     def distinctive(self) -> float:
@@ -132,10 +160,24 @@ class Corpus:
         """The weight of a word no report has (as rare as a word can be)."""
         return math.log(1 + len(self.reports))
 
+    @functools.cached_property
+    def causes(self) -> tuple[dict[str, float], ...]:
+        """Each report's cause as weighted words (rare words weigh most), to compare two threads' causes."""
+        words = [signature([r.cause]) for r in self.reports]
+        documents = Counter(w for ws in words for w in set(ws))
+        idf = {w: math.log(1 + len(words) / n) for w, n in documents.items()}
+        return tuple(_unit({w: (1 + math.log(n)) * idf[w] for w, n in Counter(ws).items()}) for ws in words)
+
+    def same_cause(self, one: PublicReport, other: PublicReport) -> float:
+        """How alike two reports' causes are (0 to 1, by their rare words): SAME_CAUSE and more is one cause."""
+        a, b = self.causes[self.reports.index(one)], self.causes[self.reports.index(other)]
+        return sum(v * b.get(w, 0.0) for w, v in a.items())
+
     def nearest(self, lines: Sequence[str], leave_out: int | None = None) -> list[tuple[float, PublicReport]]:
         """The reports whose error is the same as ``lines``' (SAME_ERROR and MIN_SHARED rare words), closest first,
         the newer first among equally close ones."""
         query = self.vector(signature(lines))
+        named = names(lines)
         found = []
         for n, (report, vector) in enumerate(zip(self.reports, self.vectors, strict=True)):
             if n == leave_out:
@@ -143,10 +185,18 @@ class Corpus:
             shared = [w for w in query if w in vector and self.idf.get(w, 0) > 1.0]
             if len(shared) < MIN_SHARED or not any(self.idf[w] >= self.distinctive for w in shared):
                 continue  # "illegal memory access" alone is every faulting kernel's error, not the same error
+            theirs = self.names[n]
+            if named and theirs and not named & theirs:
+                continue  # each names what failed, and not the same thing
             score = sum(query[w] * vector[w] for w in query if w in vector)
             if score >= SAME_ERROR:
                 found.append((round(score, 3), report))
         return sorted(found, key=lambda item: (not item[1].established, -item[0], _newest_first(item[1].date)))
+
+
+def _unit(weights: dict[str, float]) -> dict[str, float]:
+    norm = math.sqrt(sum(v * v for v in weights.values())) or 1.0
+    return {w: v / norm for w, v in weights.items()}
 
 
 def _newest_first(date: str) -> str:
@@ -189,7 +239,8 @@ def load_corpus(folder: Path = FOLDER) -> Corpus:
     documents = Counter(w for words in signatures for w in set(words))
     idf = {w: math.log(1 + len(reports) / n) for w, n in documents.items()}
     corpus = Corpus(tuple(reports), (), idf)
-    return Corpus(corpus.reports, tuple(corpus.vector(words) for words in signatures), idf)
+    named = tuple(names(r.error.splitlines()) for r in reports)
+    return Corpus(corpus.reports, tuple(corpus.vector(words) for words in signatures), idf, named)
 
 
 def said(report: PublicReport) -> str:

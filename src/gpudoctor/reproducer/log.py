@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import re
 import sys
 from pathlib import Path
 
 from gpudoctor.errors import GpuDoctorError
+from gpudoctor.knowledge.failure_words import ERROR_LINE
 from gpudoctor.model import Device, Outcome, ProbeResult
 from gpudoctor.protocol import LOG_RUN_ID
 from gpudoctor.redact import redact_text
@@ -19,25 +19,6 @@ from gpudoctor.textfile import read_bytes
 MAX_LOG_BYTES = 64 * 1024 * 1024  # a CI job's whole log; more is not a log to paste
 KEPT_BYTES = 256 * 1024  # what the knowledge reads of it: the windows around its errors
 WINDOW_LINES = 30
-_ERROR_LINE = re.compile(
-    r"Traceback \(most recent call last\)|(?:Error|Exception)\b|\b[Ee]rror\b|\b[Ff]atal\b|FAILED|Segmentation fault|"
-    r"Aborted|Assertion|CUDA_ERROR_|cudaError|core dumped|"
-    # failures in their own tools' words, with no "error" in the line (issue 51): compute-sanitizer's records, the
-    # kernel log's Xid and GSP lines, a driver module that would not load, a compiler's constraint or crash, a build
-    r"Invalid __(?:global|shared|local)__ (?:read|write|atomic)|Uninitialized __global__ memory|Race reported between|"
-    r"Barrier error detected|NVRM: Xid|\bXid \(PCI|GSP[\w -]*(?:timeout|error|fault|crash|failed)|cannot proceed with|"
-    r"RmInitAdapter failed|"
-    r"init module failed|NVRM: .*failed|constraint failed|crashed! Please file a bug report|ninja: build stopped|"
-    r"make(?:\[\d+\])?: \*\*\*|subprocess-exited-with-error|undefined reference to|collect2: .*returned|"
-    r"crashed!|PLEASE submit a bug report|Stack dump:|not a recognized processor|"
-    r"couldn't communicate with the NVIDIA driver|Unknown attribute '|\.(?:dll|so[.\d]*) [-=]> not found|"
-    r"library not found for -l|(?m:^)#\d+\s+0x[0-9a-fA-F]+ in |UNREACHABLE executed|"
-    # a failure said in prose, without "error" (a title, a sentence quoting it): never "no failure"
-    r"(?i:\bcannot (?:find|open|load|locate|import)\b|\bcan't (?:find|open|load)\b|"
-    r"\bunable to (?:find|locate|load|open)\b|\bnot found\b|\bhas no attribute\b|\bno available kernel\b|\bOOM\b|"
-    r"\bout of memory\b|\bsegfault|\bsegmentation fault\b|\bcrash(?:es|ed)?\b|\bDLL load failed\b|\braises\b|"
-    r"\bunsupported\b|\bunknown (?:\w+ )?(?:datatype|dtype|type|option|argument)\b)|(?m:^)\s*assert\s"
-)
 
 
 def read_log(source: str) -> tuple[str, str]:
@@ -66,7 +47,7 @@ def relevant_part(text: str, limit: int = KEPT_BYTES) -> str:
         return text
     lines = text.split("\n")
     offsets = list(itertools.accumulate(len(line) + 1 for line in lines))  # where each line ends
-    hits = sorted({bisect.bisect_right(offsets, found.start()) for found in _ERROR_LINE.finditer(text)})
+    hits = sorted({bisect.bisect_right(offsets, found.start()) for found in ERROR_LINE.finditer(text)})
     if not hits:
         return text[-limit:]
     kept: set[int] = set()
@@ -85,33 +66,12 @@ def relevant_part(text: str, limit: int = KEPT_BYTES) -> str:
 NO_FAILURE = "no failure found in this log"
 
 
-# The words of a failure in any tool's or person's wording: a text pasted to be explained that says none of them has
-# no failure in it ("no failure found"); one that says any is answered, at worst with the generic answer. Kept broad on
-# purpose (issue 51: titles, prose and tools' own words read as "no failure" on every fresh set); a warning alone is
-# not a failure.
-_SAYS_FAILURE = re.compile(
-    r"(?i)\b(?:fail\w*|errors?|exception|fault\w*|abort\w*|crash\w*|cannot|can't|couldn't|could not|unable|"
-    r"not found|no such|missing|unknown|unsupported|not supported|invalid|denied|refused|timed? ?out|"
-    r"out ?of ?(?:memory|resources?)|killed|hangs?|hung|stuck|deadlock\w*|mismatch\w*|incompatible|illegal|corrupt\w*|"
-    r"overflow|panic\w*|terminated|not (?:available|detected|recognized|installed|a valid)|found no|no \w+ (?:found|"
-    r"available|detected)|no (?:\w+ ){1,2}(?:found|available|detected)|does not exist|doesn't exist|must be|"
-    r"(?:is|are) required|undefined (?:symbol|reference)|not compiled with)\b"
-    r"|(?m:^)[EF]\d{4} \d\d:\d\d:\d\d"  # a glog/absl ERROR or FATAL line (torch's C++ and Inductor log these)
-)
-
-
-def reads_as_failure(text: str) -> bool:
-    """Whether some line of ``text`` reads as a failure: an error line (a traceback, an exception, "error", "fatal", a
-    signal, a tool's own words), or a failure's words anywhere in it."""
-    return _ERROR_LINE.search(text) is not None or _SAYS_FAILURE.search(text) is not None
-
-
 def log_result(text: str, name: str) -> ProbeResult:
     """The log as a failing run: its error lines are what the knowledge reads. A log none of whose lines reads as
     an error is still read whole (the runtime's "CUDA driver version is insufficient ..." carries no such word): its
     last line stands for it, and the subject says "no failure found" when nothing in the knowledge explains it."""
     part = redact_text(relevant_part(text))
-    errors = [line.strip() for line in part.splitlines() if _ERROR_LINE.search(line)]
+    errors = [line.strip() for line in part.splitlines() if ERROR_LINE.search(line)]
     last = next((line.strip() for line in reversed(part.splitlines()) if line.strip()), "")
     summary = (errors[-1] if errors else last or "an empty log")[:300]
     again = f"gpudoctor explain {name if name != 'standard input' else '-'}"

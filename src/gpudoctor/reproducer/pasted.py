@@ -13,9 +13,10 @@ from pathlib import Path
 from gpudoctor.examination import Fingerprint, RunContext
 from gpudoctor.kernelsection import KernelSection
 from gpudoctor.knowledge.answer import GENERIC_ID
+from gpudoctor.knowledge.failure_words import reads_as_failure
 from gpudoctor.model import Environment, Outcome, ProbeResult, ProbeSpec, Report
 from gpudoctor.protocol import LOG_RUN_ID
-from gpudoctor.reproducer.log import NO_FAILURE, log_result, reads_as_failure
+from gpudoctor.reproducer.log import NO_FAILURE, log_result
 from gpudoctor.suite.plan import PlannedRun
 from gpudoctor.suite.schedule import ScheduleHandler
 

@@ -368,7 +368,7 @@ def same_error_in_public_reports(report: Report) -> list[PredicateEvidence]:
     result = report.own_result()
     if result is None or not result.outcome.is_problem:
         return []
-    from gpudoctor.knowledge.public import COMMON, SHOWN, error_lines, load_corpus, said
+    from gpudoctor.knowledge.public import COMMON, SAME_CAUSE, SHOWN, error_lines, load_corpus, said
 
     # the summary is a line of the output, stripped of what says it is a traceback's code line: read the output
     # itself where there is one (`raise CudaAPIError(retcode, msg)` is where it raised, not what)
@@ -376,13 +376,22 @@ def same_error_in_public_reports(report: Report) -> list[PredicateEvidence]:
     lines = error_lines("\n".join(said_by_run))
     if not lines:
         return []
-    nearest = load_corpus().nearest(lines)
+    corpus = load_corpus()
+    nearest = corpus.nearest(lines)
     if len(nearest) > COMMON:
         return []  # as common as that, its causes are many: naming one would mislead
     answered = [found for _, found in nearest if found.established]
-    if not answered:
-        return []  # the same error, and nobody found why: no answer to give
-    head = (f"the same error in {len(nearest)} public report{'s' if len(nearest) > 1 else ''}; {len(answered)} "
-            f"found the cause (closest first)")  # fmt: skip
+    if not answered or (len(nearest) >= 3 and len(answered) < 2):
+        return []  # the same error, and nobody (or one thread of many) found why: no answer to give
+    shown = answered[:SHOWN]
+    agreeing = [found for found in shown[1:] if corpus.same_cause(shown[0], found) >= SAME_CAUSE]
+    plural = "s" if len(nearest) > 1 else ""
+    head = f"the same error in {len(nearest)} public report{plural}; {len(answered)} found the cause"
+    if len(shown) > 1 and not agreeing:  # an error many causes end in: the candidates, not an answer
+        head += ", each a different one: the error alone does not say which is yours (closest first)"
+    elif agreeing:
+        head += f" (closest first; {len(agreeing) + 1} of them the same cause)"
+    else:
+        head += " (closest first)"
     evidence: list[PredicateEvidence] = [(head, result.id)]
-    return evidence + [(f"{said(found)} — {found.url}", result.id) for found in answered[:SHOWN]]
+    return evidence + [(f"{said(found)} — {found.url}", result.id) for found in shown]
