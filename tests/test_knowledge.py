@@ -108,6 +108,10 @@ def test_version_constraints_and_predicates() -> None:
             BASE + "colour = 1\nin_run.evidence = []",
             "issue #1: unknown field 'colour'",
         ),
+        (
+            BASE + 'verdict.stands_alone = true\nin_run.evidence = [{probe = "p", outcome = "fail"}]',
+            "issue #1 (x): field 'verdict.stands_alone' is for a support",
+        ),
     ],
 )
 def test_malformed_known_issue_names_entry_and_field(tmp_path: Path, entry: str, message: str) -> None:

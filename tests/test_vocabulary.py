@@ -45,6 +45,7 @@ CORPUS_FILES = (
     "heldout9.toml",
     "heldout10.toml",
     "heldout11.toml",
+    "heldout12.toml",
     "faults.toml",
 )
 QUOTES = {f"{name}#{r['id']}": r for name in CORPUS_FILES

@@ -132,6 +132,8 @@ class Explanation:
     over_report: tuple[str, ...] = ()  # named report predicates (``knowledge.checks``)
     role: Role = Role.CAUSE  # in a failure's verdict (general entries: symptoms)
     consequences: tuple[str, ...] = ()  # entries (ids, or the id a toolchain's finding starts with) that follow from it
+    # a support that answers a failure the text's own reading cannot place (no phase) without that reading beside it
+    stands_alone: bool = False
 
 
 @dataclass(frozen=True)

@@ -184,13 +184,15 @@ def _entry(where: str, issue: IssueShape, toolchains: set[str], compile_now: boo
     roles = [r.value for r in Role]
     if verdict.role is not None and verdict.role not in roles:
         raise GpuDoctorError(f"{where}: field 'verdict.role' must be one of {', '.join(roles)}")
+    if verdict.stands_alone and verdict.role != Role.SUPPORT.value:
+        raise GpuDoctorError(f"{where}: field 'verdict.stands_alone' is for a support (verdict.role = \"support\")")
     general = in_run is not None and bool(in_run.patterns or in_run.unexplained)
     role = Role(verdict.role) if verdict.role else (Role.SYMPTOM if general else Role.CAUSE)
     return Explanation(
         id=issue.id, title=issue.title, severity=issue.severity, explanation=issue.explanation, fix=issue.fix,
         references=tuple(issue.references), patch=issue.patch, shown=issue.shown, specific=issue.specific,
         affects=affects, fixes=dict(issue.fixes), before=before, in_run=in_run, over_report=tuple(predicates),
-        role=role, consequences=tuple(verdict.consequences),
+        role=role, consequences=tuple(verdict.consequences), stands_alone=verdict.stands_alone,
     )  # fmt: skip
 
 

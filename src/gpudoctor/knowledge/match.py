@@ -250,9 +250,11 @@ def _unanswered(report: Report, knowledge: Knowledge, findings: Sequence[Finding
     """The generic answer (knowledge.answer) for the failing runs no finding names: one finding, a line per run."""
     supports = {e.id for e in knowledge if e.role is Role.SUPPORT}  # what public reports found: a candidate to
     # check, not a reading of this text — the generic answer still says what the text shows and what decides, where
-    # it shows when it failed; where it shows no phase, what the public reports found is the better answer
+    # it shows when it failed; where it shows no phase, a support that stands alone (threads that found one cause) is
+    # the better answer, and candidates of different causes stay beneath the generic reading
+    alone = {e.id for e in knowledge if e.role is Role.SUPPORT and e.stands_alone}
     answered = {run for finding in findings if finding.id not in supports for run in finding.runs}
-    supported = {run for finding in findings if finding.id in supports for run in finding.runs}
+    supported = {run for finding in findings if finding.id in alone for run in finding.runs}
     runs = [r for r in report.results if r.outcome.is_problem and r.id not in answered]
     entry = next((e for e in knowledge if e.in_run is not None and e.in_run.unexplained), None)
     if not runs or entry is None:

@@ -105,7 +105,8 @@ _WRAPPER = re.compile(
     r"ninja: build stopped|Error compiling objects for extension|CalledProcessError|subprocess-exited-with-error|"
     r"Failed building wheel|Could not build wheels|error: command .* failed with exit (?:code|status)|"
     r"note: This error originates from a subprocess|exit code: \d+|ERROR: Failed to build|"
-    r"Traceback \(most recent call last\)|During handling of the above exception"
+    r"Traceback \(most recent call last\)|During handling of the above exception|"
+    r"error: failed to (?:parse the provided Mojo|run the pass manager)"  # the Mojo compiler's: its lines above say why
 )
 _FRAME_LINE = re.compile(r'^\s*File "[^"]*", line \d+')
 # An indented Python statement is a traceback's code line, wherever the frame line above it was cut off.

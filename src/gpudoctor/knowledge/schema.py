@@ -68,6 +68,7 @@ class OverReportShape:
 class VerdictShape:
     role: str | None = None
     consequences: tuple[str, ...] = ()
+    stands_alone: bool = False
 
 
 @dataclass(frozen=True)
