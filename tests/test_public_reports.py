@@ -125,7 +125,7 @@ def test_two_errors_of_one_shape_naming_different_things_are_not_the_same_error(
     ] + [(f"d/filler#{n}", f"ValueError: unrelated filler message number {n} about widget{n}", "filler")
          for n in range(12)]  # fmt: skip
     text = "".join(
-        f"[[report]]\nsource = {json.dumps(s)}\nurl = \"https://github.com/{s.replace('#', '/issues/')}\"\n"
+        f'[[report]]\nsource = {json.dumps(s)}\nurl = "https://github.com/{s.replace("#", "/issues/")}"\n'
         f'date = "2025-01-01"\nstack = "other"\nerror = {json.dumps(e)}\ncause = {json.dumps(c)}\n'
         f'fix = "the fix"\nresolved = "fixed"\n\n'
         for s, e, c in entries
