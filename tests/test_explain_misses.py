@@ -564,3 +564,17 @@ def test_torch_without_cuda_nvml_answers_wheels_and_a_missing_extension_are_read
     # the text's own "extension not installed": the missing name is that extension, never a release to install
     _missing_name_is_no_release(tmp_path, "AttributeError: module 'fastq' has no attribute 'fastq_cuda'. Also: 'CUDA "
                                           "extension not installed.'\n", "compiled extension")  # fmt: skip
+
+
+def test_a_compilers_generated_code_is_never_your_program(tmp_path: Path) -> None:
+    # Inductor's output code runs from its cache folder: the user's own frame is the line that called the model
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/proj/train.py", line 88, in <module>\n'
+        "    out = model(x)\n"
+        '  File "/tmp/torchinductor_u/qz/cqzabc123.py", line 412, in call\n'
+        "    triton_poi_fused_add_0.run(buf0, 1024, grid=grid(1024), stream=stream0)\n"
+        "ValueError: the generated call got an unexpected buffer layout\n"
+    )
+    plain, _ = _said(tmp_path, text)
+    assert "your program (train.py:88)" in plain and "cqzabc123.py" not in plain.split("FAIL")[0]

@@ -33,6 +33,10 @@ _STDLIB = re.compile(
     r"[/\\]lib[/\\]python\d(?:\.\d+)?[/\\](?!(?:site|dist)-packages)|^<frozen |[/\\]Lib[/\\](?!site-packages)"
 )
 
+# Code a library generated and ran: exec'd from a string, or written into a compiler's cache (Inductor's output code
+# under /tmp/torchinductor_USER, Triton's cache) — the library's frames, never the user's own
+_GENERATED = re.compile(r"^<string>$|[/\\]torchinductor_[^/\\]+[/\\]|[/\\]\.triton[/\\]cache[/\\]")
+
 
 @dataclass(frozen=True)
 class Frame:
@@ -93,9 +97,11 @@ def _innermost_frame(text: str, vocabulary: Vocabulary) -> tuple[Component | Non
     import name; and the innermost frame outside installed packages (the user's own code)."""
     all_frames = frames(text)
     installed = [f for f in all_frames if installed_package(f.path)]
-    # code exec'd from a string (a launcher a library generates) is that library's, never "your program"
-    own = [f for f in all_frames
-           if not installed_package(f.path) and not _STDLIB.search(f.path) and f.path != "<string>"]  # fmt: skip
+    # code exec'd from a string or written by a compiler into its cache (a launcher a library generates, Inductor's
+    # output code) is that library's, never "your program"
+    own = [
+        f for f in all_frames if not (installed_package(f.path) or _STDLIB.search(f.path) or _GENERATED.search(f.path))
+    ]
     own_frame = None
     if own:
         line = re.search(r"line (\d+)|:(\d+)", text[own[-1].at :])
