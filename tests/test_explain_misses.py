@@ -578,3 +578,30 @@ def test_a_compilers_generated_code_is_never_your_program(tmp_path: Path) -> Non
     )
     plain, _ = _said(tmp_path, text)
     assert "your program (train.py:88)" in plain and "cqzabc123.py" not in plain.split("FAIL")[0]
+
+
+def test_heldout13s_classes_read_from_the_texts_own_words(tmp_path: Path) -> None:
+    # made-up texts of the shapes heldout13's generic answers missed (no text of a held-out set or a reserved thread)
+    _each_read_as_failure(
+        tmp_path,
+        (
+            ("NCCL WARN NET/IB : Got completion from peer 10.0.0.2<4242> with status=12 opcode=0 vendor err 129\n",
+             "ibdev2netdev"),
+            ("RuntimeError: NCCL Error 2: unhandled system error (run with NCCL_DEBUG=INFO for details)\n",
+             'itself says: "run with NCCL_DEBUG=INFO for details"'),
+            ("error: failed to reach URL https://example.org/pkg.json with cURL error Could not resolve host\n",
+             "curl -I"),
+            ("RuntimeError: CUDNN_STATUS_INTERNAL_ERROR\n", "CUDA_VISIBLE_DEVICES"),
+            # a failure said by a signal handler, in a reporter's language, or by "no valid": never "no failure"
+            ("[node3:12345] *** Process received signal ***\n", ""),
+            ("kernel autotune 报错 no configs left\n", ""),
+            ("autotuner: No valid configs for this kernel\n", ""),
+        ),
+    )  # fmt: skip
+    plain, _ = _said(
+        tmp_path, "error: failed to reach URL https://example.org/pkg.json with cURL error Could not resolve host\n"
+    )
+    assert "during install" in plain
+    # a module no distribution here provides and none the knowledge maps: a package to install, or the project's own
+    plain, _ = _said(tmp_path, "ImportError: No module named 'my_helpers'\n")
+    assert "no implicit relative imports" in plain and "Install the release of my_helpers" not in plain

@@ -46,6 +46,7 @@ CORPUS_FILES = (
     "heldout10.toml",
     "heldout11.toml",
     "heldout12.toml",
+    "heldout13.toml",
     "faults.toml",
 )
 QUOTES = {f"{name}#{r['id']}": r for name in CORPUS_FILES

@@ -37,7 +37,8 @@ _SAYS_FAILURE = re.compile(
     r"out ?of ?(?:memory|resources?)|killed|hangs?|hung|stuck|deadlock\w*|mismatch\w*|incompatible|illegal|corrupt\w*|"
     r"overflow|panic\w*|terminated|not (?:available|detected|recognized|installed|a valid)|found no|no \w+ (?:found|"
     r"available|detected)|no (?:\w+ ){1,2}(?:found|available|detected)|does not exist|doesn't exist|must be|"
-    r"(?:is|are) required|undefined (?:symbol|reference)|not compiled with)\b"
+    r"(?:is|are) required|undefined (?:symbol|reference)|not compiled with|received signal|no valid|vendor err)\b"
+    r"|报错|错误|失败|エラー"  # "error", "failed" in Chinese and Japanese (a title in the reporter's language)
     r"|(?m:^)[EF]\d{4} \d\d:\d\d:\d\d"  # a glog/absl ERROR or FATAL line (torch's C++ and Inductor log these)
 )
 

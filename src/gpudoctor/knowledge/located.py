@@ -294,6 +294,13 @@ def located(result: ProbeResult) -> Located | None:
         )
     elif said.python2:
         fix = f"Run it with the interpreter that has {top} (sudo, cron and IDEs may run another: `which python`)"
+    elif kind not in (IMPORT_NAME, ATTRIBUTE) and not detail.get("installed") and not provider_name:
+        # a name no distribution here provides and none the knowledge maps: a package to install, or a module of the
+        # project (or of the package that imported it) that Python 3 no longer finds by an implicit relative import
+        fix = (f"Install the distribution that provides {top} into the interpreter that ran it (`pip install {top}` "
+               f"only where that is its distribution's name: its install page says); or, where {top} is a module of "
+               "your own project or of the package that imports it, run from the folder that holds it: Python 3 has "
+               f"no implicit relative imports (`from . import {top}` inside a package)")  # fmt: skip
     else:
         fix = f"Install the release of {provider_name or top} the code was written for"
     asked = _asked(asker) if asker else ""
