@@ -605,3 +605,11 @@ def test_heldout13s_classes_read_from_the_texts_own_words(tmp_path: Path) -> Non
     # a module no distribution here provides and none the knowledge maps: a package to install, or the project's own
     plain, _ = _said(tmp_path, "ImportError: No module named 'my_helpers'\n")
     assert "no implicit relative imports" in plain and "Install the release of my_helpers" not in plain
+
+
+def test_a_core_name_missing_from_a_package_not_here_may_be_a_shadow_or_a_half_removed_install(tmp_path: Path) -> None:
+    # every release of a package has its core names: where the interpreter examined has none to read, the answer
+    # asks first whether what was imported is the package at all (a file named like it, a folder left by an uninstall)
+    plain, _ = _said(tmp_path, "AttributeError: module 'widgetlib' has no attribute 'ndarray'\n")
+    assert "python -c 'import widgetlib; print(widgetlib.__file__)'" in plain
+    assert "is not the package" in plain and "a file or folder named widgetlib" in plain

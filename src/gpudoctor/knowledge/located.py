@@ -175,8 +175,9 @@ def _where_now(detail: dict[str, Any], provider: str, said: _Said) -> tuple[str,
         unread = f"the interpreter examined has no {top} to read, so it cannot tell"
         if kind != ATTRIBUTE or name.startswith("__"):  # a dunder is no module's name
             return f"{unread} which release of {top} lacks {name}", None
-        return (f"{unread} which: {module}.{name} is a submodule {module} does not import itself, or a name of "
-                f"another release of {top}", None)  # fmt: skip
+        return (f"{unread} which: {module}.{name} is a submodule {module} does not import itself, a name of "
+                f"another release of {top}, or what was imported as {module} is not the package (a file or folder "
+                f"named {top} ahead of it on the path, or an install half removed)", None)  # fmt: skip
     return f"{provider} has no {name} in any of its Python files", None
 
 
@@ -283,9 +284,12 @@ def located(result: ProbeResult) -> Located | None:
         )
     elif kind == ATTRIBUTE and not provider_detail and not name.startswith("__"):
         fix = (
-            f"If {name} is a module of {module} (a file {module.replace('.', '/')}/{name}.py), `import "
-            f"{module}.{name}` before using it; else install the release of {top} the code was written for "
-            "(--python the interpreter that ran tells which)"
+            f"First python -c 'import {module}; print({module}.__file__)' in the interpreter that ran it: None, or a "
+            f"path outside its site-packages, is not the package (rename your own {top}.py or {top}/ folder; an "
+            f"uninstall that left a folder behind: uninstall every {top} distribution, then install one). Then, if "
+            f"{name} is a module of {module} (a file {module.replace('.', '/')}/{name}.py), `import {module}.{name}` "
+            f"before using it; else install the release of {top} the code was written for (--python the interpreter "
+            "that ran tells which)"
         )
     elif said.parent_imported:
         fix = (
@@ -297,10 +301,10 @@ def located(result: ProbeResult) -> Located | None:
     elif kind not in (IMPORT_NAME, ATTRIBUTE) and not detail.get("installed") and not provider_name:
         # a name no distribution here provides and none the knowledge maps: a package to install, or a module of the
         # project (or of the package that imported it) that Python 3 no longer finds by an implicit relative import
-        fix = (f"Install the distribution that provides {top} into the interpreter that ran it (`pip install {top}` "
-               f"only where that is its distribution's name: its install page says); or, where {top} is a module of "
-               "your own project or of the package that imports it, run from the folder that holds it: Python 3 has "
-               f"no implicit relative imports (`from . import {top}` inside a package)")  # fmt: skip
+        fix = (f"Install the distribution that provides {top} into the interpreter that ran it (its name can differ "
+               f"from {top}: the project's install page says); or, where {top} is a module of your own project or of "
+               "the package that imports it, run from the folder that holds it: Python 3 has no implicit relative "
+               f"imports (`from . import {top}` inside a package)")  # fmt: skip
     else:
         fix = f"Install the release of {provider_name or top} the code was written for"
     asked = _asked(asker) if asker else ""
