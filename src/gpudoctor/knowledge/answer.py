@@ -7,7 +7,9 @@ a compiler's bug: its neighbouring releases), and never proposes `gpudoctor run`
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -64,13 +66,17 @@ MAX_SAID = 240
 def statement(text: str, vocabulary: Vocabulary) -> str | None:
     """The last statement of a cause or a remedy the text's own error lines make (vocabulary's ``statement``), as the
     tool printed it (trimmed)."""
-    found = None
-    for line in text.splitlines()[-2000:]:
-        for pattern in vocabulary.statements:
-            if (match := pattern.search(line)) is not None:
-                found = match["said"].strip().lstrip("#").strip()
-    if found is None:
+    lines = text.splitlines()[-2000:]
+    tail = "\n".join(lines)
+    starts = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    last: tuple[int, int, str] | None = None  # (line, the pattern's place, what it said): the last line's, the last
+    for order, pattern in enumerate(vocabulary.statements):  # pattern's on it — each pattern read over the whole tail
+        for match in pattern.finditer(tail):
+            place = (bisect.bisect_right(starts, match.start()) - 1, order, match["said"])
+            last = place if last is None or place[:2] > last[:2] else last
+    if last is None:
         return None
+    found = last[2].strip().lstrip("#").strip()
     return found if len(found) <= MAX_SAID else found[: MAX_SAID - 1] + "…"
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import json
 import math
 import re
 from collections import Counter
@@ -146,6 +145,7 @@ class Corpus:
     vectors: tuple[dict[str, float], ...]
     idf: dict[str, float]
     names: tuple[frozenset[str], ...] = ()
+    cause_words: tuple[tuple[str, ...], ...] = ()  # each cause's signature (read with the corpus)
 
     def vector(self, words: Sequence[str]) -> dict[str, float]:
         counts = Counter(words)
@@ -164,7 +164,7 @@ class Corpus:
     @functools.cached_property
     def causes(self) -> tuple[dict[str, float], ...]:
         """Each report's cause as weighted words (rare words weigh most), to compare two threads' causes."""
-        words = [signature([r.cause]) for r in self.reports]
+        words = self.cause_words or tuple(tuple(signature([r.cause])) for r in self.reports)
         documents = Counter(w for ws in words for w in set(ws))
         idf = {w: math.log(1 + len(words) / n) for w, n in documents.items()}
         return tuple(_unit({w: (1 + math.log(n)) * idf[w] for w, n in Counter(ws).items()}) for ws in words)
@@ -205,21 +205,31 @@ def _newest_first(date: str) -> str:
 
 
 _FIELDS = ("source", "url", "date", "stack", "error", "cause", "fix", "resolved", "versions")
-# The files as parsed, keyed by their texts' hashes: a warm run reads JSON, not ~1,000 TOML tables.
+# The files as read, keyed by their texts' hashes and this module's own (its patterns make the signatures): a warm run
+# reads JSON — each thread's fields, its error's signature and the names it carries — not ~2,500 TOML tables.
 PARSED = Memo("public-reports", limit=2)
+_CODE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
-def _items(paths: Sequence[Path]) -> list[dict[str, Any]]:
+def _read(paths: Sequence[Path]) -> tuple[list[PublicReport], list[list[str]], list[list[str]], list[list[str]]]:
+    """The reports of the files (one per thread), each error's signature, the names it carries and its cause's
+    signature."""
     texts = [read_text(path, MAX_FILE_BYTES) for path in paths]
-    key = [hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() for text in texts]
+    key = [_CODE, *(hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() for text in texts)]
     kept = PARSED.get(key)
-    if isinstance(kept, list):
-        return kept
+    if isinstance(kept, dict) and {"reports", "signatures", "names", "causes"} <= kept.keys():
+        reports = [PublicReport(**{k: str(r.get(k, "")) for k in _FIELDS}) for r in kept["reports"]]
+        return reports, kept["signatures"], kept["names"], kept["causes"]
     items = [item for path, text in zip(paths, texts, strict=True)
              for item in parse_toml(path, text).get("report", [])]  # fmt: skip
+    reports = list({r.source: r for r in _reports(items)}.values())  # one entry per thread
+    signatures = [signature(r.error.splitlines()) for r in reports]
+    named = [sorted(names(r.error.splitlines())) for r in reports]
+    causes = [signature([r.cause]) for r in reports]
     with contextlib.suppress(TypeError, ValueError):
-        PARSED.put(key, json.loads(json.dumps(items)))
-    return items
+        PARSED.put(key, {"reports": [{k: getattr(r, k) for k in _FIELDS} for r in reports],
+                         "signatures": signatures, "names": named, "causes": causes})  # fmt: skip
+    return reports, signatures, named, causes
 
 
 def _reports(items: Iterable[Any]) -> list[PublicReport]:
@@ -234,14 +244,18 @@ def _reports(items: Iterable[Any]) -> list[PublicReport]:
 @functools.cache
 def load_corpus(folder: Path = FOLDER) -> Corpus:
     """Every report of the folder's TOML files, with its signature's weights (read once per process)."""
-    reports = _reports(_items(sorted(folder.glob("*.toml"))))
-    reports = list({r.source: r for r in reports}.values())  # one entry per thread
-    signatures = [signature(r.error.splitlines()) for r in reports]
+    reports, signatures, named, causes = _read(sorted(folder.glob("*.toml")))
     documents = Counter(w for words in signatures for w in set(words))
     idf = {w: math.log(1 + len(reports) / n) for w, n in documents.items()}
     corpus = Corpus(tuple(reports), (), idf)
-    named = tuple(names(r.error.splitlines()) for r in reports)
-    return Corpus(corpus.reports, tuple(corpus.vector(words) for words in signatures), idf, named)
+    vectors = tuple(corpus.vector(words) for words in signatures)
+    return Corpus(corpus.reports, vectors, idf, tuple(frozenset(n) for n in named), tuple(map(tuple, causes)))
+
+
+@functools.lru_cache(maxsize=16)
+def nearest_in_corpus(lines: tuple[str, ...]) -> list[tuple[float, PublicReport]]:
+    """``load_corpus().nearest(lines)``, once per process for the same lines (two predicates read one failure)."""
+    return load_corpus().nearest(lines)
 
 
 def said(report: PublicReport) -> str:

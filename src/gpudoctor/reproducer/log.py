@@ -17,7 +17,7 @@ from gpudoctor.redact import redact_text
 from gpudoctor.textfile import read_bytes
 
 MAX_LOG_BYTES = 64 * 1024 * 1024  # a CI job's whole log; more is not a log to paste
-KEPT_BYTES = 256 * 1024  # what the knowledge reads of it: the windows around its errors
+KEPT_BYTES = 32 * 1024  # what the knowledge reads of it: the windows around its errors (a longer text is read there)
 WINDOW_LINES = 30
 
 

@@ -16,7 +16,7 @@ def _public_reports(report: Report) -> tuple[list[PredicateEvidence], bool]:
     result = report.own_result()
     if result is None or not result.outcome.is_problem:
         return [], False
-    from gpudoctor.knowledge.public import COMMON, SAME_CAUSE, SHOWN, error_lines, load_corpus, said
+    from gpudoctor.knowledge.public import COMMON, SAME_CAUSE, SHOWN, error_lines, load_corpus, nearest_in_corpus, said
 
     # the summary is a line of the output, stripped of what says it is a traceback's code line: read the output
     # itself where there is one (`raise CudaAPIError(retcode, msg)` is where it raised, not what)
@@ -25,7 +25,7 @@ def _public_reports(report: Report) -> tuple[list[PredicateEvidence], bool]:
     if not lines:
         return [], False
     corpus = load_corpus()
-    nearest = corpus.nearest(lines)
+    nearest = nearest_in_corpus(tuple(lines))
     if len(nearest) > COMMON:
         return [], False  # as common as that, its causes are many: naming one would mislead
     answered = [found for _, found in nearest if found.established]
