@@ -252,12 +252,6 @@ def load_corpus(folder: Path = FOLDER) -> Corpus:
     return Corpus(corpus.reports, vectors, idf, tuple(frozenset(n) for n in named), tuple(map(tuple, causes)))
 
 
-@functools.lru_cache(maxsize=16)
-def nearest_in_corpus(lines: tuple[str, ...]) -> list[tuple[float, PublicReport]]:
-    """``load_corpus().nearest(lines)``, once per process for the same lines (two predicates read one failure)."""
-    return load_corpus().nearest(lines)
-
-
 def said(report: PublicReport) -> str:
     """One line: the thread, when, how it ended, the cause and the fix, in our words."""
     cause = report.cause if report.cause and report.cause != "not established" else "no cause established"

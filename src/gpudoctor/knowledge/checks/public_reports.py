@@ -5,6 +5,8 @@ candidates beside the text's own reading. Pure functions of a Report (the corpus
 
 from __future__ import annotations
 
+import functools
+
 from gpudoctor.knowledge.registry import PredicateEvidence, predicate
 from gpudoctor.model import Report
 
@@ -16,7 +18,7 @@ def _public_reports(report: Report) -> tuple[list[PredicateEvidence], bool]:
     result = report.own_result()
     if result is None or not result.outcome.is_problem:
         return [], False
-    from gpudoctor.knowledge.public import COMMON, SAME_CAUSE, SHOWN, error_lines, load_corpus, nearest_in_corpus, said
+    from gpudoctor.knowledge.public import error_lines
 
     # the summary is a line of the output, stripped of what says it is a traceback's code line: read the output
     # itself where there is one (`raise CudaAPIError(retcode, msg)` is where it raised, not what)
@@ -24,13 +26,23 @@ def _public_reports(report: Report) -> tuple[list[PredicateEvidence], bool]:
     lines = error_lines("\n".join(said_by_run))
     if not lines:
         return [], False
+    said, agreed = _read(tuple(lines))
+    return [(line, result.id) for line in said], agreed
+
+
+@functools.lru_cache(maxsize=16)
+def _read(lines: tuple[str, ...]) -> tuple[tuple[str, ...], bool]:
+    """What the public reports say of these error lines, and whether they found one cause: read once per process,
+    though both predicates below ask."""
+    from gpudoctor.knowledge.public import COMMON, SAME_CAUSE, SHOWN, load_corpus, said
+
     corpus = load_corpus()
-    nearest = nearest_in_corpus(tuple(lines))
+    nearest = corpus.nearest(lines)
     if len(nearest) > COMMON:
-        return [], False  # as common as that, its causes are many: naming one would mislead
+        return (), False  # as common as that, its causes are many: naming one would mislead
     answered = [found for _, found in nearest if found.established]
     if not answered or (len(nearest) >= 3 and len(answered) < 2):
-        return [], False  # the same error, and nobody (or one thread of many) found why: no answer to give
+        return (), False  # the same error, and nobody (or one thread of many) found why: no answer to give
     shown = answered[:SHOWN]
     agreeing = [found for found in shown[1:] if corpus.same_cause(shown[0], found) >= SAME_CAUSE]
     plural = "s" if len(nearest) > 1 else ""
@@ -41,8 +53,7 @@ def _public_reports(report: Report) -> tuple[list[PredicateEvidence], bool]:
         head += ", each a different one: the error alone does not say which is yours (closest first)"
     else:
         head += ": one thread's cause, a candidate to check against your versions and setup, not yet an answer"
-    evidence: list[PredicateEvidence] = [(head, result.id)]
-    return evidence + [(f"{said(found)} — {found.url}", result.id) for found in shown], bool(agreeing)
+    return (head, *(f"{said(found)} — {found.url}" for found in shown)), bool(agreeing)
 
 
 @predicate("same_cause_in_public_reports")
