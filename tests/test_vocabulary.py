@@ -47,6 +47,7 @@ CORPUS_FILES = (
     "heldout11.toml",
     "heldout12.toml",
     "heldout13.toml",
+    "heldout14.toml",
     "faults.toml",
 )
 QUOTES = {f"{name}#{r['id']}": r for name in CORPUS_FILES
@@ -179,8 +180,8 @@ def test_a_compilers_bug_proposes_its_neighbouring_releases_only() -> None:
 
 
 def test_a_report_of_a_run_never_proposes_running_it_again() -> None:
-    for text in ("ValueError: the moon is made of cheese", "Fatal Python error: Segmentation fault",
-                 "CUDA error: an illegal memory access was encountered"):  # fmt: skip
+    cut = 'Traceback (most recent call last):\n  File "/home/u/prog.py", line 3, in <module>\n    main()'
+    for text in (cut, "Fatal Python error: Segmentation fault", "CUDA error: an illegal memory access was encountered"):
         assert "gpudoctor run" in _answer(text).experiment  # from a log: the run is the next experiment
         assert "gpudoctor run" not in _answer(text, REPRODUCER_RUN_ID).experiment
 

@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass
 
 from gpudoctor.knowledge.entry import Knowledge
-from gpudoctor.knowledge.reading import Reading, read
+from gpudoctor.knowledge.reading import Reading, held_error, read
 from gpudoctor.knowledge.text import fill
-from gpudoctor.knowledge.vocabulary import Phase, Vocabulary, load_vocabulary
+from gpudoctor.knowledge.vocabulary import Component, Phase, Vocabulary, load_vocabulary
 from gpudoctor.model import Environment, Outcome, ProbeResult
 from gpudoctor.protocol import LOG_RUN_ID, REPRODUCER_RUN_ID, SHUTDOWN_STEP
 
@@ -35,6 +35,13 @@ STATUS_PHASES = {"driver-did-not-initialise": "load", "driver-older-than-runtime
                  "teardown-error": "exit"}  # fmt: skip
 NEAR_MINORS = 2  # a compiler's neighbouring releases: this many release lines before the installed one
 # the experiments' NVIDIA instruments, which another vendor's stack (the vocabulary's [[vendor]]) has its own for
+# An error line that is a CUDA status or a signal: its own experiments (a synchronous rerun, native frames) apply, never
+# "the release or the call" of a text that holds its error
+_CUDA_OR_SIGNAL = re.compile(
+    r"CUDA_ERROR_|cudaError|CUDA (?:driver )?error|cuda runtime error|CUDA(?:Driver|Runtime)Error|CUresult|"
+    r"Cuda failure|received signal|Segmentation [Ff]ault|core dumped|Aborted|SIG(?:SEGV|ABRT|BUS|ILL)",
+    re.IGNORECASE,
+)
 _NVIDIA_INSTRUMENTS = re.compile(r"nvidia-smi|compute-sanitizer|CUDA_LAUNCH_BLOCKING|cuda-gdb|\bnvcc\b|ldd -r")
 
 
@@ -150,6 +157,21 @@ def near_releases(dist: tuple[str, str] | None, packages: tuple[str, ...], comma
     return f"gpudoctor bisect --package {dist[0]} {low}..{installed} -- {command}"
 
 
+def releases_to_try(dist: tuple[str, str] | None, packages: tuple[str, ...], command: str,
+                    component: Component | None = None) -> str | None:  # fmt: skip
+    """The releases to run the same command with, to tell a release's fault from the call's: the failing package's
+    newest and the ones before the installed (or the reported) one; a tool's own, where no distribution holds it
+    (its ``version`` command). None where the text names no component whose release can be tried."""
+    if dist is not None:
+        return f"{dist[0]}'s newest release and the ones before {dist[1]} ({near_releases(dist, packages, command)})"
+    if packages:
+        return (f"{packages[0]}'s newest release and the ones before yours (pip show {packages[0]} gives yours; "
+                f"pip index versions {packages[0]} lists them)")  # fmt: skip
+    if component is not None and component.version:
+        return f"{component.name}'s newest release and the one before yours (yours: {component.version})"
+    return None
+
+
 def _frames_of_one_package(text: str, dist: tuple[str, str]) -> bool:
     """Whether the failing frames in installed packages are all of one package, the distribution ``dist`` (or there
     are none, and the text's marks named it)."""
@@ -189,6 +211,22 @@ def bisect_proposal(result: ProbeResult, dist: tuple[str, str], environment: Env
     return f"gpudoctor bisect --package {name} {low}..{high}{bad} -- {_command(result)}"
 
 
+def _packages_of(reading: Reading, component_id: str | None, vocabulary: Vocabulary, text: str) -> tuple[str, ...]:
+    """The distributions the failing component's release is (the vocabulary's, a frame's package's), those the text
+    names first (PyCUDA's frames: pycuda, not cuda-bindings)."""
+    if reading.component is not None:
+        packages = reading.component.packages
+    elif reading.package is not None:
+        packages = IMPORT_PACKAGES.get(reading.package, (reading.package.replace("_", "-"),))
+    else:
+        known = vocabulary.components.get(component_id or "")
+        packages = known.packages if known is not None else ()
+    lowered = text.lower()
+    named = [p for p in packages if re.search(rf"(?<![\w-]){re.escape(p.replace('-', '_'))}(?![\w-])|"
+                                               rf"(?<![\w-]){re.escape(p)}(?![\w-])", lowered)]  # fmt: skip
+    return tuple(dict.fromkeys([*named, *packages]))
+
+
 def answer(result: ProbeResult, text: str, environment: Environment, knowledge: Knowledge,
            vocabulary: Vocabulary | None = None) -> Answer:  # fmt: skip
     from gpudoctor.knowledge.codes import bare_status, xid_values
@@ -226,6 +264,18 @@ def answer(result: ProbeResult, text: str, environment: Environment, knowledge: 
     if status is not None and not reading.values.get("message"):  # a number without its words: named first
         means = f"{status[0]}: {means}"
     own, in_run_own = (kind.experiment, kind.experiment_in_run) if kind else (phase.experiment, phase.experiment_in_run)
+    # a text that holds its whole error (an error it reported, not a crash: a signal's words say nothing of where)
+    whole = from_log and result.outcome is Outcome.FAIL and kind is None and status is None
+    packages = _packages_of(reading, component_id, vocabulary, text)
+    held = held_error(text) if whole and phase.experiment_whole else None
+    releases = releases_to_try(dist, packages, command, vocabulary.components.get(component_id or ""))
+    if held is not None and releases is not None and not _CUDA_OR_SIGNAL.search(held.line):
+        # the text holds its error, not a CUDA status's or a signal's: the release, or the call, decides
+        own = phase.experiment_whole or own
+        values["held"] = fill(vocabulary.held_line if held.alone else vocabulary.held_whole, {"error": held.line})
+        values["call"] = (f"your call at {reading.own_frame[0]}:{reading.own_frame[1]}" if reading.own_frame
+                          else "the program's call into it")  # fmt: skip
+        values["releases"] = releases
     experiment = fill(in_run_own if in_run and in_run_own else own, values)
     if dist is not None and _frames_of_one_package(text, dist):
         bisect = bisect_proposal(result, dist, environment)

@@ -123,6 +123,11 @@ def _code_under_frame(line: str, above: str) -> bool:
     return _FRAME_LINE.match(above) is not None and _indent(line) > _indent(above)
 
 
+def is_frame_code(line: str, above: str) -> bool:
+    """Whether ``line`` is a traceback's code line (under its frame ``above``, or an indented statement)."""
+    return _code_under_frame(line, above) or _FRAME_LINE.match(line) is not None or _CODE_LINE.match(line) is not None
+
+
 def error_lines(text: str) -> list[str]:
     """The lines of a failure's text that say what failed (its last MAX_TEXT_LINES lines read): not a traceback's
     frames or the code lines under them (`raise CudaAPIError(retcode, msg)` is where, not what), nor a build's

@@ -12,14 +12,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gpudoctor.knowledge.failure_words import reads_as_failure
 from gpudoctor.knowledge.vocabulary import COMPILE, Component, Kind, Mark, Vocabulary
 
 # A traceback frame's file, in the forms tracebacks print: Python's `File "X", line N`, IPython's `File X:N, in` and
-# `X in f()`, a notebook's `[X](link) in f(`, and gpudoctor's own `X:N in f` (knowledge.match.searchable).
+# `X in f()` (Python 2's compiled `X.pyc in f()` too), a notebook's `[X](link) in f(`, and gpudoctor's own `X:N in f`
+# (knowledge.match.searchable).
 _FRAMES = re.compile(
     r'File "(?P<quoted>[^"\n]+)", line \d+'
     r"|File (?P<ipython>[^\s\"]+\.pyx?):\d+, in "
-    r"|(?m:^)(?P<old>[~/\w.\\:-]+\.pyx?) in (?:\S+\(|<module>)"
+    r"|(?m:^)(?P<old>[~/\w.\\:-]+\.py[xc]?) in (?:\S+\(|<module>)"
     r"|(?m:^)(?P<own>[^\s\"]+\.pyx?):\d+ in \S"
     r"|(?m:^)\[(?P<colab>[^\]\s]+\.pyx?)\]\([^)\s]*\) in \S"  # a notebook's (Colab's) linked frame
 )
@@ -206,3 +208,41 @@ def shows_failure(text: str, vocabulary: Vocabulary) -> bool:
     if frames(text) or any(m.pattern.search(text) for m in telling):
         return True
     return any(k.pattern is not None and k.pattern.search(text) for k in vocabulary.kinds.values())
+
+
+# How a pasted text shows it was cut before its error: it ends in a traceback's header or one of its frames (Python's,
+# IPython's `----> 12 f(x)` and `X in f()`), a chained exception's separator, or an ellipsis.
+_CUT_AT = re.compile(
+    r'^\s*File "[^"]*", line \d+|^\s*-*> ?\d+ |^\S+\.pyx? in \S+\(|'
+    r"During handling of the above exception|The above exception was the direct cause|(?:\.\.\.|\u2026)$|"
+    r"Traceback \(most recent call"
+)
+# An exception line with no message (a bare `KeyError:`): what it was missing comes after it, or in the frames above
+_BARE_EXCEPTION = re.compile(r"^\s*[\w.]*(?:Error|Exception)\s*:?\s*$")
+_SAID_ERROR = 160  # a held error line's characters, quoted in an experiment
+
+
+@dataclass(frozen=True)
+class Held:
+    """The error line a pasted text ends in, and whether that line is all the text is (a quote of it, a title)."""
+
+    line: str
+    alone: bool
+
+
+def held_error(text: str) -> Held | None:
+    """The error line a pasted text ends in, where the text holds its error (issue 51: "the failing command's whole
+    output" was the generic step, and useless for a text that already is that output): more of the same output would
+    say nothing more — or, where the line is all there is, only which layer printed it. None where the text was cut
+    before its error — it ends in a traceback's header, a frame or the code under one, an exception with no message —
+    or no line of it reads as a failure."""
+    from gpudoctor.knowledge.public import error_lines, is_frame_code
+
+    lines = [line for line in text.splitlines()[-400:] if line.strip()]
+    if not lines or _CUT_AT.search(lines[-1]) or (len(lines) > 1 and is_frame_code(lines[-1], lines[-2])):
+        return None
+    found = error_lines(text)
+    if not found or not reads_as_failure(found[-1]) or _BARE_EXCEPTION.match(found[-1]) or _CUT_AT.search(found[-1]):
+        return None
+    line = found[-1].strip().strip("`*")
+    return Held(line if len(line) <= _SAID_ERROR else line[: _SAID_ERROR - 1] + "\u2026", alone=len(lines) == 1)

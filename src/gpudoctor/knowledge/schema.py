@@ -110,6 +110,7 @@ class PhaseShape:
     means: str
     experiment: str
     experiment_in_run: str | None = None
+    experiment_whole: str | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,7 @@ class ComponentShape:
     phase: str | None = None
     builds: bool = False
     reproducer: str | None = None
+    version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,8 @@ class VocabularyShape:
     kind: tuple[KindShape, ...] = ()
     statement: tuple[StatementShape, ...] = ()
     vendor: tuple[VendorShape, ...] = ()
+    held_whole: str | None = None
+    held_line: str | None = None
 
 
 def convert(data: dict[str, Any]) -> FileShape:

