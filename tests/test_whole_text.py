@@ -134,3 +134,27 @@ def test_nccl_watchdog_and_loader_failures_name_their_own_instruments(text: str,
         result = ProbeResult(id=LOG_RUN_ID, probe=LOG_RUN_ID, device=Device.NONE, outcome=Outcome.FAIL,
                              duration_s=1.0, stderr_tail=text, command="torchrun train.py")  # fmt: skip
         assert answer(result, text, EMPTY, KNOWLEDGE).phase_id == "hang"
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("ERROR: Unexpected segmentation fault encountered in worker\n", "num_workers=0"),
+        ("ImportError: /srv/ext/_C.so: undefined symbol: __cudaPushCallConfiguration\n", "torch.version.cuda"),
+        ("OSError: could not get source code\n", "defined in a .py file"),
+        (
+            "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+            "cuda:0 and cpu!\n",
+            ".device",
+        ),
+        ("docker: unknown flag: --gpus.\nSee 'docker run --help'.\n", "docker version"),
+        (
+            "terminate called after throwing an instance of 'c10::Error'\n  what():  DeviceGuardImpl for cuda is not "
+            "available\n",
+            "--no-as-needed",
+        ),
+        ("RuntimeError: cuda runtime error(59) : device-side assert triggered\n", "CUDA_LAUNCH_BLOCKING=1"),
+    ],
+)
+def test_classes_read_wrong_on_heldout12_to_14_get_their_instruments(text: str, words: str) -> None:
+    assert words in _answer(text)

@@ -21,7 +21,8 @@ _BY_WORDS = {"hardware": "the GPU's hardware or platform", "driver": "the driver
 _XID = re.compile(r"NVRM: Xid \([^)]*\): (?P<code>\d+)(?:, pid=(?P<pid>[^,\s]+))?(?:, name=(?P<name>[^,\s]+))?")
 # A CUDA status as a bare number, in the forms libraries print it
 _STATUS = re.compile(
-    r"cuda runtime error \((?P<a>\d+)\)|\bTHCudaCheck FAIL\b[^\n]*\berror=(?P<b>\d+)|Error \[CUDA\]: Code: (?P<c>\d+)"
+    r"(?i:cuda runtime error ?)\((?P<a>\d+)\)|\bTHCudaCheck FAIL\b[^\n]*\berror=(?P<b>\d+)"
+    r"|Error \[CUDA\]: Code: (?P<c>\d+)"
     r"|\bCUDA (?:driver )?error(?: code)?[ :=]+(?P<d>\d+)\b|\bcudaError(?:_t)? (?P<e>\d+)\b"
 )
 LEGACY_UNTIL = (10, 0)  # the last CUDA release of the old runtime numbering
