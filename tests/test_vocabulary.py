@@ -48,6 +48,7 @@ CORPUS_FILES = (
     "heldout12.toml",
     "heldout13.toml",
     "heldout14.toml",
+    "heldout15.toml",
     "faults.toml",
 )
 QUOTES = {f"{name}#{r['id']}": r for name in CORPUS_FILES

@@ -154,7 +154,41 @@ def test_nccl_watchdog_and_loader_failures_name_their_own_instruments(text: str,
             "--no-as-needed",
         ),
         ("RuntimeError: cuda runtime error(59) : device-side assert triggered\n", "CUDA_LAUNCH_BLOCKING=1"),
+        # heldout15's
+        (
+            "[ 41.2] ---[ end trace 0000000000000000 ]---\n"
+            "[ 41.3] RIP: 0010:rm_free_unused_clients+0x31/0x90 [nvidia]\n",
+            "cat /proc/driver/nvidia/version",
+        ),
+        ("Fatal error: can't create build/temp.linux-x86_64-3.10/ops.o: \nPermission denied\n", "ls -ld build"),
+        (
+            "*** Process received signal ***\nSignal: Segmentation fault (11)\n"
+            "[ 0] /lib/x86_64-linux-gnu/libc.so.6(+0x4)[0x7f]\n[ 1] /opt/nccl/lib/libnccl.so.2(+0xbd7)[0x7f]\n",
+            "libnccl.so.2's release",
+        ),
+        ("error: command '/usr/local/cuda-12.1/bin/nvcc' failed: No such file or directory\n", "CUDA_HOME"),
     ],
 )
-def test_classes_read_wrong_on_heldout12_to_14_get_their_instruments(text: str, words: str) -> None:
+def test_classes_read_wrong_on_heldout12_to_15_get_their_instruments(text: str, words: str) -> None:
     assert words in _answer(text)
+
+
+def test_a_c10_symbol_alone_and_nvmls_version_mismatch_are_known_issues() -> None:
+    from gpudoctor.knowledge import match_findings
+    from gpudoctor.model import Report
+
+    for text, issue in (
+        ("`undefined symbol: _ZN3c105ErrorC1ENS_14SourceLocationERKSs`\n", "extension-built-for-another-torch"),
+        ("Failed to initialize NVML: RM has detected an NVML/RM version mismatch\n", "nvml-driver-library-mismatch"),
+    ):
+        result = ProbeResult(id=LOG_RUN_ID, probe=LOG_RUN_ID, device=Device.NONE, outcome=Outcome.FAIL,
+                             duration_s=0.0, stderr_tail=text, command="gpudoctor explain log")  # fmt: skip
+        report = Report(doctor_version="0", created="2026-11-28T00:00:00Z", environment=EMPTY, results=(result,))
+        assert issue in [f.id for f in match_findings(report, KNOWLEDGE)], text
+
+
+def test_a_compilers_undefined_identifier_and_a_kernel_oops_are_failures() -> None:
+    from gpudoctor.knowledge.failure_words import reads_as_failure
+
+    assert reads_as_failure("problem: identifier '__half_raw' is undefined")
+    assert reads_as_failure("[  886.49] ---[ end trace 0000000000000000 ]---")
