@@ -1,7 +1,9 @@
 """The public-reports corpus and its matcher (knowledge.public, issue 51): how long the corpus takes to load and a
 2,000-line log to be explained, and a leave-one-out measure — each report's error matched against the corpus with
 its own thread left out: how often some other report has the same error, and how often the nearest one's cause is
-the same (by the words of the two causes: a proxy, printed beside a sample to judge by hand).
+the same (by the words of the two causes: a proxy, printed beside a sample to judge by hand); and the same match for
+the quotes of the field sets gathered blind (tests/field_corpus/heldout12..16), which predicts what the corpus does
+for a failure it was not gathered around better than leave-one-out does (the corpus's own reports cluster by query).
 
     .venv/bin/python benchmarks/bench_public_reports.py            # figures
     .venv/bin/python benchmarks/bench_public_reports.py --sample 30 # and 30 nearest pairs to judge by hand
@@ -46,6 +48,34 @@ def leave_one_out(corpus: Corpus, sample: int) -> None:
         print(f"\n- {report.source} [{report.stack}] error: {report.error.strip().splitlines()[-1][:160]}")
         print(f"  cause: {report.cause[:200]}")
         print(f"  nearest {other.source} (score {score}, cause words {same:.2f}): {other.cause[:200]}")
+
+
+FRESH_SETS = ("heldout12", "heldout13", "heldout14", "heldout15", "heldout16")
+
+
+def fresh_sets(corpus: Corpus) -> None:
+    """What the corpus does for failures it was not gathered around: the quotes of the field sets gathered blind by
+    neutral queries (tests/field_corpus), each matched whole — how many have a same-error public report, how many one
+    whose thread found a cause, and how many of those hold the record's own cause among the first three (the proxy)."""
+    import tomllib
+
+    from gpudoctor.knowledge.public import error_lines
+
+    print("fresh quotes (the blind field sets, neutral queries), against the whole corpus:")
+    for name in FRESH_SETS:
+        path = ROOT / "tests" / "field_corpus" / f"{name}.toml"
+        if not path.is_file():
+            continue
+        records = tomllib.loads(path.read_text())["report"]
+        same = caused = agreeing = 0
+        for record in records:
+            nearest = [r for _, r in corpus.nearest(error_lines(record["quote"]))]
+            same += bool(nearest)
+            established = [r for r in nearest if r.established][:3]
+            caused += bool(established)
+            agreeing += any(corpus.same_cause(record["mechanism"], r) >= SAME_CAUSE for r in established)
+        print(f"  {name} ({len(records)} quotes): a same-error report {same}, one whose thread found a cause {caused}, "
+              f"its cause the record's (proxy, first three) {agreeing}")  # fmt: skip
 
 
 def explain_cost(runs: int) -> None:
@@ -96,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     explain_cost(args.runs)
     leave_one_out(load_corpus(), args.sample)
+    fresh_sets(load_corpus())
     return 0
 
 

@@ -167,16 +167,28 @@ class Corpus:
         return math.log(1 + len(self.reports))
 
     @functools.cached_property
+    def _cause_words(self) -> tuple[tuple[str, ...], ...]:
+        return self.cause_words or tuple(tuple(signature([r.cause])) for r in self.reports)
+
+    @functools.cached_property
+    def _cause_idf(self) -> dict[str, float]:
+        documents = Counter(w for ws in self._cause_words for w in set(ws))
+        return {w: math.log(1 + len(self._cause_words) / n) for w, n in documents.items()}
+
+    def _cause_vector(self, words: Sequence[str]) -> dict[str, float]:
+        idf = self._cause_idf
+        return _unit({w: (1 + math.log(n)) * idf.get(w, self.rare) for w, n in Counter(words).items()})
+
+    @functools.cached_property
     def causes(self) -> tuple[dict[str, float], ...]:
         """Each report's cause as weighted words (rare words weigh most), to compare two threads' causes."""
-        words = self.cause_words or tuple(tuple(signature([r.cause])) for r in self.reports)
-        documents = Counter(w for ws in words for w in set(ws))
-        idf = {w: math.log(1 + len(words) / n) for w, n in documents.items()}
-        return tuple(_unit({w: (1 + math.log(n)) * idf[w] for w, n in Counter(ws).items()}) for ws in words)
+        return tuple(self._cause_vector(ws) for ws in self._cause_words)
 
-    def same_cause(self, one: PublicReport, other: PublicReport) -> float:
-        """How alike two reports' causes are (0 to 1, by their rare words): SAME_CAUSE and more is one cause."""
-        a, b = self.causes[self.reports.index(one)], self.causes[self.reports.index(other)]
+    def same_cause(self, one: PublicReport | str, other: PublicReport) -> float:
+        """How alike two causes are (0 to 1, by their rare words): SAME_CAUSE and more is one cause. ``one`` is a
+        report of the corpus, or a cause in words (a held-out record's, for the bench)."""
+        a = self._cause_vector(signature([one])) if isinstance(one, str) else self.causes[self.reports.index(one)]
+        b = self.causes[self.reports.index(other)]
         return sum(v * b.get(w, 0.0) for w, v in a.items())
 
     def nearest(self, lines: Sequence[str], leave_out: int | None = None) -> list[tuple[float, PublicReport]]:
