@@ -49,6 +49,7 @@ CORPUS_FILES = (
     "heldout13.toml",
     "heldout14.toml",
     "heldout15.toml",
+    "heldout16.toml",
     "faults.toml",
 )
 QUOTES = {f"{name}#{r['id']}": r for name in CORPUS_FILES

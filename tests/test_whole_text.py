@@ -6,8 +6,10 @@ status, a signal and a text that names no component keep their own steps. Made-u
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from test_field_corpus import H100
 
 from gpudoctor.knowledge.answer import answer
@@ -167,6 +169,8 @@ def test_nccl_watchdog_and_loader_failures_name_their_own_instruments(text: str,
             "libnccl.so.2's release",
         ),
         ("error: command '/usr/local/cuda-12.1/bin/nvcc' failed: No such file or directory\n", "CUDA_HOME"),
+        # heldout16's
+        ("Process finished with exit code -1073741819 (0xC0000005)\n", "python -X faulthandler"),
     ],
 )
 def test_classes_read_wrong_on_heldout12_to_15_get_their_instruments(text: str, words: str) -> None:
@@ -192,3 +196,12 @@ def test_a_compilers_undefined_identifier_and_a_kernel_oops_are_failures() -> No
 
     assert reads_as_failure("problem: identifier '__half_raw' is undefined")
     assert reads_as_failure("[  886.49] ---[ end trace 0000000000000000 ]---")
+
+
+def test_a_module_no_distribution_provides_may_be_an_extension_the_project_builds(tmp_path: Path) -> None:
+    """heldout16: a module that torch.utils.cpp_extension.load builds at run time reads as a package to install unless
+    the answer names that third way (its build made no module)."""
+    log = tmp_path / "log.txt"
+    log.write_text("ImportError: No module named 'line_filter_ext'\n")
+    plain = run_cli("explain", str(log), timeout=120).stdout
+    assert "an extension the project compiles itself" in plain and "torch.utils.cpp_extension.load" in plain

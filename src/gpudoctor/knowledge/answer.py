@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from gpudoctor.knowledge.entry import Knowledge
 from gpudoctor.knowledge.reading import Reading, held_error, read
 from gpudoctor.knowledge.text import fill
-from gpudoctor.knowledge.vocabulary import Component, Phase, Vocabulary, load_vocabulary
+from gpudoctor.knowledge.vocabulary import UNKNOWN_PHASE, Component, Phase, Vocabulary, load_vocabulary
 from gpudoctor.model import Environment, Outcome, ProbeResult
 from gpudoctor.protocol import LOG_RUN_ID, REPRODUCER_RUN_ID, SHUTDOWN_STEP
 
 GENERIC_ID = "not-a-known-failure"
-UNKNOWN_PHASE = "unknown"
 UNNAMED = "a component the text does not name"
 # An import name in a frame's path -> the distributions it may come from, where the names differ
 IMPORT_PACKAGES = {

@@ -21,6 +21,8 @@ ERROR_LINE = re.compile(
     r"library not found for -l|(?m:^)#\d+\s+0x[0-9a-fA-F]+ in |UNREACHABLE executed|"
     # the kernel's own report of a crash in a module (an oops), and a compiler's "identifier ... is undefined"
     r"---\[ end trace [0-9a-f]+ \]---|\bRIP: [0-9a-f]{4}:\S+\+0x|\bBUG: unable to handle|\bOops: |\bis undefined\b|"
+    # Windows' access violation, as a process's exit code says it (the signal a crash is there)
+    r"0xC0000005|-1073741819|ACCESS_VIOLATION|"
     # a failure said in prose, without "error" (a title, a sentence quoting it): never "no failure"
     r"(?i:\bcannot (?:find|open|load|locate|import)\b|\bcan't (?:find|open|load)\b|"
     r"\bunable to (?:find|locate|load|open)\b|\bnot found\b|\bhas no attribute\b|\bno available kernel\b|\bOOM\b|"

@@ -299,12 +299,16 @@ def located(result: ProbeResult) -> Located | None:
     elif said.python2:
         fix = f"Run it with the interpreter that has {top} (sudo, cron and IDEs may run another: `which python`)"
     elif kind not in (IMPORT_NAME, ATTRIBUTE) and not detail.get("installed") and not provider_name:
-        # a name no distribution here provides and none the knowledge maps: a package to install, or a module of the
-        # project (or of the package that imported it) that Python 3 no longer finds by an implicit relative import
+        # a name no distribution here provides and none the knowledge maps: a package to install, a module of the
+        # project (or of the package that imported it) that Python 3 no longer finds by an implicit relative import,
+        # or an extension the project compiles itself (heldout16: a cpp_extension.load whose build made no module)
         fix = (f"Install the distribution that provides {top} into the interpreter that ran it (its name can differ "
                f"from {top}: the project's install page says); or, where {top} is a module of your own project or of "
                "the package that imports it, run from the folder that holds it: Python 3 has no implicit relative "
-               f"imports (`from . import {top}` inside a package)")  # fmt: skip
+               f"imports (`from . import {top}` inside a package); or, where {top} is an extension the project "
+               "compiles itself (setup.py build_ext, or torch.utils.cpp_extension.load when it runs), that build's own "
+               "output: it made no module — its first error, with verbose=True (or the install command's -v), and "
+               "its build folder removed first")  # fmt: skip
     else:
         fix = f"Install the release of {provider_name or top} the code was written for"
     asked = _asked(asker) if asker else ""

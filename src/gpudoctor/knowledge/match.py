@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from packaging.version import InvalidVersion, Version
 
 from gpudoctor.errors import GpuDoctorError
-from gpudoctor.knowledge.answer import UNKNOWN_PHASE, answer
+from gpudoctor.knowledge.answer import answer
 from gpudoctor.knowledge.before import seen_before
 from gpudoctor.knowledge.checks.report import controls_beside, controls_pass_beside
 from gpudoctor.knowledge.entry import ANY_PROBE, Evidence, Explanation, Knowledge, Role
@@ -22,7 +22,7 @@ from gpudoctor.knowledge.reading import innermost_package
 from gpudoctor.knowledge.registry import REGISTRY
 from gpudoctor.knowledge.text import fill
 from gpudoctor.knowledge.verdict import one_verdict
-from gpudoctor.knowledge.vocabulary import load_vocabulary
+from gpudoctor.knowledge.vocabulary import UNKNOWN_PHASE, load_vocabulary
 from gpudoctor.model import Environment, Finding, ProbeResult, Report, Severity
 from gpudoctor.protocol import KERNEL_PROBE, LOG_RUN_ID, MISSING_NAME_DETAIL, REPRODUCER_RUN_ID
 

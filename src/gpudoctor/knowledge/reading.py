@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from gpudoctor.knowledge.failure_words import reads_as_failure
-from gpudoctor.knowledge.vocabulary import COMPILE, Component, Kind, Mark, Vocabulary
+from gpudoctor.knowledge.vocabulary import COMPILE, UNKNOWN_PHASE, Component, Kind, Mark, Vocabulary
 
 # A traceback frame's file, in the forms tracebacks print: Python's `File "X", line N`, IPython's `File X:N, in` and
 # `X in f()` (Python 2's compiled `X.pyc in f()` too), a notebook's `[X](link) in f(`, and gpudoctor's own `X:N in f`
@@ -188,7 +188,7 @@ def read(text: str, vocabulary: Vocabulary) -> Reading:
     kind = vocabulary.kinds[meant] if meant else None
     if kind is None:
         for candidate in vocabulary.kinds.values():
-            if candidate.pattern is None or (candidate.phases and phase not in candidate.phases):
+            if candidate.pattern is None or (candidate.phases and (phase or UNKNOWN_PHASE) not in candidate.phases):
                 continue
             if found := candidate.pattern.search(text):
                 kind = candidate

@@ -26,7 +26,8 @@ MARK_KINDS = ("code", "diagnostic", "frame", "exception", "name")
 COMPILE = "compile"  # a word's phase: a build or a compile at run time, as the text's components compile
 COMPILES = ("build", "jit-compile")
 # The phases gpudoctor's own answer names beside those the words show: it needs them in the file.
-NEEDED_PHASES = ("run", "hang", "exit", "unknown", *COMPILES)
+UNKNOWN_PHASE = "unknown"  # no word of the text shows the phase: a kind may name it to apply there too
+NEEDED_PHASES = ("run", "hang", "exit", UNKNOWN_PHASE, *COMPILES)
 # What a template may name beside its pattern's groups (knowledge.answer fills them).
 TEMPLATE_NAMES = frozenset(
     {"component", "package", "command", "near", "code", "xids", "xid_next", "reproducer", "held", "call", "releases"}
