@@ -171,6 +171,16 @@ def test_nccl_watchdog_and_loader_failures_name_their_own_instruments(text: str,
         ("error: command '/usr/local/cuda-12.1/bin/nvcc' failed: No such file or directory\n", "CUDA_HOME"),
         # heldout16's
         ("Process finished with exit code -1073741819 (0xC0000005)\n", "python -X faulthandler"),
+        ("nvcc fatal   : Unknown option '-generate-dependencies-with-compile'\n", "torch.version.cuda"),
+        ("ImportError: dynamic module does not define module export function (PyInit__C)\n", "nm -D"),
+        (
+            "host1:42:88 [0] misc/socket.cc:538 NCCL WARN Net : Connection closed by remote peer host2<40211>\n",
+            "NCCL_SOCKET_IFNAME",
+        ),
+        (
+            "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, internal error, NCCL version 2.10.3\n",
+            "NCCL_DEBUG=INFO",
+        ),
     ],
 )
 def test_classes_read_wrong_on_heldout12_to_15_get_their_instruments(text: str, words: str) -> None:
