@@ -181,6 +181,7 @@ def test_nccl_watchdog_and_loader_failures_name_their_own_instruments(text: str,
             "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, internal error, NCCL version 2.10.3\n",
             "NCCL_DEBUG=INFO",
         ),
+        ("plugin | 2024/01/02 10:00:00 Error: listen tcp 127.0.0.1:8125: bind: address already in use\n", "ss -ltnp"),
     ],
 )
 def test_classes_read_wrong_on_heldout12_to_15_get_their_instruments(text: str, words: str) -> None:
