@@ -12,11 +12,13 @@ import pytest
 from conftest import run_cli
 from test_field_corpus import H100
 
+from gpudoctor.knowledge import match_findings
 from gpudoctor.knowledge.answer import answer
+from gpudoctor.knowledge.failure_words import reads_as_failure
 from gpudoctor.knowledge.load import load_knowledge
 from gpudoctor.knowledge.reading import held_error
 from gpudoctor.knowledge.vocabulary import load_vocabulary
-from gpudoctor.model import Device, Outcome, ProbeResult
+from gpudoctor.model import Device, Outcome, ProbeResult, Report
 from gpudoctor.protocol import LOG_RUN_ID, REPRODUCER_RUN_ID
 
 KNOWLEDGE = load_knowledge()
@@ -184,14 +186,11 @@ def test_nccl_watchdog_and_loader_failures_name_their_own_instruments(text: str,
         ("plugin | 2024/01/02 10:00:00 Error: listen tcp 127.0.0.1:8125: bind: address already in use\n", "ss -ltnp"),
     ],
 )
-def test_classes_read_wrong_on_heldout12_to_15_get_their_instruments(text: str, words: str) -> None:
+def test_classes_read_wrong_on_heldout12_to_16_get_their_instruments(text: str, words: str) -> None:
     assert words in _answer(text)
 
 
 def test_a_c10_symbol_alone_and_nvmls_version_mismatch_are_known_issues() -> None:
-    from gpudoctor.knowledge import match_findings
-    from gpudoctor.model import Report
-
     for text, issue in (
         ("`undefined symbol: _ZN3c105ErrorC1ENS_14SourceLocationERKSs`\n", "extension-built-for-another-torch"),
         ("Failed to initialize NVML: RM has detected an NVML/RM version mismatch\n", "nvml-driver-library-mismatch"),
@@ -203,8 +202,6 @@ def test_a_c10_symbol_alone_and_nvmls_version_mismatch_are_known_issues() -> Non
 
 
 def test_a_compilers_undefined_identifier_and_a_kernel_oops_are_failures() -> None:
-    from gpudoctor.knowledge.failure_words import reads_as_failure
-
     assert reads_as_failure("problem: identifier '__half_raw' is undefined")
     assert reads_as_failure("[  886.49] ---[ end trace 0000000000000000 ]---")
 
