@@ -50,6 +50,7 @@ CORPUS_FILES = (
     "heldout14.toml",
     "heldout15.toml",
     "heldout16.toml",
+    "heldout17.toml",
     "faults.toml",
 )
 QUOTES = {f"{name}#{r['id']}": r for name in CORPUS_FILES

@@ -184,9 +184,22 @@ def test_nccl_watchdog_and_loader_failures_name_their_own_instruments(text: str,
             "NCCL_DEBUG=INFO",
         ),
         ("plugin | 2024/01/02 10:00:00 Error: listen tcp 127.0.0.1:8125: bind: address already in use\n", "ss -ltnp"),
+        # heldout17's
+        (
+            "[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught\ncollective operation timeout: WorkNCCL(SeqNum=9, "
+            "OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600510 milliseconds before timing out.\n",
+            "TORCH_NCCL_DUMP_ON_TIMEOUT",
+        ),
+        ("node2:77:91 [0] NCCL INFO Call to connect returned Connection refused, retrying\n", "NCCL_SOCKET_IFNAME"),
+        ("failed to create process.\n", "python -m torch.distributed.run"),
+        (
+            "ERROR: Could not find a version that satisfies the requirement somepkg==1.0.dev3 (from versions: 1.0, "
+            "1.1)\nERROR: No matching distribution found for somepkg==1.0.dev3\n",
+            "the line that pins it",
+        ),
     ],
 )
-def test_classes_read_wrong_on_heldout12_to_16_get_their_instruments(text: str, words: str) -> None:
+def test_classes_read_wrong_on_heldout12_to_17_get_their_instruments(text: str, words: str) -> None:
     assert words in _answer(text)
 
 
