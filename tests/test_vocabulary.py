@@ -51,6 +51,7 @@ CORPUS_FILES = (
     "heldout15.toml",
     "heldout16.toml",
     "heldout17.toml",
+    "heldout18.toml",
     "faults.toml",
 )
 QUOTES = {f"{name}#{r['id']}": r for name in CORPUS_FILES

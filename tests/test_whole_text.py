@@ -197,9 +197,16 @@ def test_nccl_watchdog_and_loader_failures_name_their_own_instruments(text: str,
             "1.1)\nERROR: No matching distribution found for somepkg==1.0.dev3\n",
             "the line that pins it",
         ),
+        # heldout18's
+        ("RuntimeError: NCCL Error 13: invalid data type\n", ".dtype"),
+        (
+            "[2026-01-01 00:00:00,000] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9)\n"
+            " local_rank: 1 (pid: 40) of binary: /usr/bin/python3\n",
+            "--log-dir",
+        ),
     ],
 )
-def test_classes_read_wrong_on_heldout12_to_17_get_their_instruments(text: str, words: str) -> None:
+def test_classes_read_wrong_on_heldout12_to_18_get_their_instruments(text: str, words: str) -> None:
     assert words in _answer(text)
 
 
@@ -226,3 +233,12 @@ def test_a_module_no_distribution_provides_may_be_an_extension_the_project_build
     log.write_text("ImportError: No module named 'line_filter_ext'\n")
     plain = run_cli("explain", str(log), timeout=120).stdout
     assert "an extension the project compiles itself" in plain and "torch.utils.cpp_extension.load" in plain
+
+
+def test_a_tools_own_hint_is_relayed() -> None:
+    text = ("RuntimeError: one of the variables needed for gradient computation has been modified by an inplace "
+            "operation. Hint: enable anomaly detection with torch.autograd.set_detect_anomaly(True).\n")  # fmt: skip
+    result = ProbeResult(id=LOG_RUN_ID, probe=LOG_RUN_ID, device=Device.NONE, outcome=Outcome.FAIL, duration_s=1.0,
+                         stderr_tail=text, command="python train.py")  # fmt: skip
+    said = answer(result, text, EMPTY, KNOWLEDGE).said
+    assert said is not None and said.startswith("Hint: enable anomaly detection")
