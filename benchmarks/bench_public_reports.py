@@ -2,7 +2,7 @@
 2,000-line log to be explained, and a leave-one-out measure — each report's error matched against the corpus with
 its own thread left out: how often some other report has the same error, and how often the nearest one's cause is
 the same (by the words of the two causes: a proxy, printed beside a sample to judge by hand); and the same match for
-the quotes of the field sets gathered blind (tests/field_corpus/heldout12..16), which predicts what the corpus does
+the quotes of the field sets gathered blind (tests/field_corpus/heldout12..18), which predicts what the corpus does
 for a failure it was not gathered around better than leave-one-out does (the corpus's own reports cluster by query).
 
     .venv/bin/python benchmarks/bench_public_reports.py            # figures
@@ -50,7 +50,7 @@ def leave_one_out(corpus: Corpus, sample: int) -> None:
         print(f"  nearest {other.source} (score {score}, cause words {same:.2f}): {other.cause[:200]}")
 
 
-FRESH_SETS = ("heldout12", "heldout13", "heldout14", "heldout15", "heldout16")
+FRESH_SETS = ("heldout12", "heldout13", "heldout14", "heldout15", "heldout16", "heldout17", "heldout18")
 
 
 def fresh_sets(corpus: Corpus) -> None:
