@@ -33,7 +33,6 @@ STATUS_PHASES = {"driver-did-not-initialise": "load", "driver-older-than-runtime
                  "launch-refused": "launch", "launch-timed-out": "run", "gpu-out-of-memory": "run",
                  "teardown-error": "exit"}  # fmt: skip
 NEAR_MINORS = 2  # a compiler's neighbouring releases: this many release lines before the installed one
-# the experiments' NVIDIA instruments, which another vendor's stack (the vocabulary's [[vendor]]) has its own for
 # An error line that is a CUDA status or a signal: its own experiments (a synchronous rerun, native frames) apply, never
 # "the release or the call" of a text that holds its error
 _CUDA_OR_SIGNAL = re.compile(
@@ -41,6 +40,7 @@ _CUDA_OR_SIGNAL = re.compile(
     r"Cuda failure|received signal|Segmentation [Ff]ault|core dumped|Aborted|SIG(?:SEGV|ABRT|BUS|ILL)",
     re.IGNORECASE,
 )
+# the experiments' NVIDIA instruments, which another vendor's stack (the vocabulary's [[vendor]]) has its own for
 _NVIDIA_INSTRUMENTS = re.compile(r"nvidia-smi|compute-sanitizer|CUDA_LAUNCH_BLOCKING|cuda-gdb|\bnvcc\b|ldd -r")
 
 
@@ -226,6 +226,22 @@ def _packages_of(reading: Reading, component_id: str | None, vocabulary: Vocabul
     return tuple(dict.fromkeys([*named, *packages]))
 
 
+def _whole_text_values(text: str, reading: Reading, component_id: str | None, dist: tuple[str, str] | None,
+                       command: str, vocabulary: Vocabulary) -> dict[str, str] | None:  # fmt: skip
+    """The values of a phase's ``experiment_whole`` where the pasted text holds its error (not a CUDA status's or a
+    signal's, whose own experiments apply) and names a component whose release can be tried; None otherwise."""
+    held = held_error(text)
+    if held is None or _CUDA_OR_SIGNAL.search(held.line):
+        return None
+    packages = _packages_of(reading, component_id, vocabulary, text)
+    releases = releases_to_try(dist, packages, command, vocabulary.components.get(component_id or ""))
+    if releases is None:
+        return None
+    call = f"your call at {reading.own_frame[0]}:{reading.own_frame[1]}" if reading.own_frame else None
+    return {"held": fill(vocabulary.held_line if held.alone else vocabulary.held_whole, {"error": held.line}),
+            "call": call or "the program's call into it", "releases": releases}  # fmt: skip
+
+
 def answer(result: ProbeResult, text: str, environment: Environment, knowledge: Knowledge,
            vocabulary: Vocabulary | None = None) -> Answer:  # fmt: skip
     from gpudoctor.knowledge.codes import bare_status, xid_values
@@ -263,18 +279,11 @@ def answer(result: ProbeResult, text: str, environment: Environment, knowledge: 
     if status is not None and not reading.values.get("message"):  # a number without its words: named first
         means = f"{status[0]}: {means}"
     own, in_run_own = (kind.experiment, kind.experiment_in_run) if kind else (phase.experiment, phase.experiment_in_run)
-    # a text that holds its whole error (an error it reported, not a crash: a signal's words say nothing of where)
-    whole = from_log and result.outcome is Outcome.FAIL and kind is None and status is None
-    packages = _packages_of(reading, component_id, vocabulary, text)
-    held = held_error(text) if whole and phase.experiment_whole else None
-    releases = releases_to_try(dist, packages, command, vocabulary.components.get(component_id or ""))
-    if held is not None and releases is not None and not _CUDA_OR_SIGNAL.search(held.line):
-        # the text holds its error, not a CUDA status's or a signal's: the release, or the call, decides
-        own = phase.experiment_whole or own
-        values["held"] = fill(vocabulary.held_line if held.alone else vocabulary.held_whole, {"error": held.line})
-        values["call"] = (f"your call at {reading.own_frame[0]}:{reading.own_frame[1]}" if reading.own_frame
-                          else "the program's call into it")  # fmt: skip
-        values["releases"] = releases
+    if from_log and kind is None and status is None and phase.experiment_whole:
+        whole = _whole_text_values(text, reading, component_id, dist, command, vocabulary)
+        if whole is not None:  # the pasted text holds its error: the release, or the call, decides
+            own = phase.experiment_whole
+            values.update(whole)
     experiment = fill(in_run_own if in_run and in_run_own else own, values)
     if dist is not None and _frames_of_one_package(text, dist):
         bisect = bisect_proposal(result, dist, environment)
