@@ -118,9 +118,9 @@ class Vocabulary:
     statements: tuple[re.Pattern[str], ...] = ()
     vendors: tuple[Vendor, ...] = ()
     # how an experiment for a pasted text that holds its error begins: the whole output ("held_whole"), or one line
-    # of it ("held_line"); each fills {error}
-    held_whole: str = 'the text already holds its error ("{error}")'
-    held_line: str = 'one line of it is given ("{error}")'
+    # of it ("held_line"); each fills {error}. The file gives the words; the line alone where it gives none
+    held_whole: str = '"{error}"'
+    held_line: str = '"{error}"'
 
 
 @functools.cache
