@@ -210,12 +210,11 @@ def shows_failure(text: str, vocabulary: Vocabulary) -> bool:
     return any(k.pattern is not None and k.pattern.search(text) for k in vocabulary.kinds.values())
 
 
-# How a pasted text shows it was cut before its error: it ends in a traceback's header or one of its frames (Python's,
-# IPython's `----> 12 f(x)` and `X in f()`), a chained exception's separator, or an ellipsis.
+# How a pasted text shows it was cut before its error, beside ending in a frame (``frames``) or the code under one: it
+# ends in a traceback's header, IPython's `----> 12 f(x)`, a chained exception's separator, or an ellipsis.
 _CUT_AT = re.compile(
-    r'^\s*File "[^"]*", line \d+|^\s*-*> ?\d+ |^\S+\.pyx? in \S+\(|'
-    r"During handling of the above exception|The above exception was the direct cause|(?:\.\.\.|\u2026)$|"
-    r"Traceback \(most recent call"
+    r"^\s*-*> ?\d+ |During handling of the above exception|The above exception was the direct cause|"
+    r"(?:\.\.\.|\u2026)$|Traceback \(most recent call"
 )
 # An exception line with no message (a bare `KeyError:`): what it was missing comes after it, or in the frames above
 _BARE_EXCEPTION = re.compile(r"^\s*[\w.]*(?:Error|Exception)\s*:?\s*$")
@@ -239,7 +238,9 @@ def held_error(text: str) -> Held | None:
     from gpudoctor.knowledge.public import error_lines, is_frame_code
 
     lines = [line for line in text.splitlines()[-400:] if line.strip()]
-    if not lines or _CUT_AT.search(lines[-1]) or (len(lines) > 1 and is_frame_code(lines[-1], lines[-2])):
+    if not lines or _CUT_AT.search(lines[-1]) or frames(lines[-1]):
+        return None
+    if len(lines) > 1 and is_frame_code(lines[-1], lines[-2]):
         return None
     found = error_lines(text)
     if not found or not reads_as_failure(found[-1]) or _BARE_EXCEPTION.match(found[-1]) or _CUT_AT.search(found[-1]):
