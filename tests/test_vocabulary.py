@@ -226,7 +226,8 @@ def _proposals(finding: Any) -> str:
 def test_every_corpus_report_answered_without_a_circle_or_a_wide_bisect(key: str, report: dict[str, Any]) -> None:
     quote = report["quote"]
     said = _answer(quote)
-    marked = any(m.kind != "frame" and m.pattern.search(quote) for m in VOCABULARY_READ.marks) or any(
+    # a component's own name ("named") is read only in the lines that say what failed, where no own frame raised it
+    marked = any(m.kind not in ("frame", "named") and m.pattern.search(quote) for m in VOCABULARY_READ.marks) or any(
         m.kind == "frame" and m.pattern.search(f.path) for f in frames(quote) for m in VOCABULARY_READ.marks
     )
     assert not (marked and said.component == UNNAMED), said

@@ -94,14 +94,15 @@ def _component(reading: Reading, text: str, environment: Environment, knowledge:
                vocabulary: Vocabulary) -> tuple[str, str, str | None, tuple[str, str] | None]:  # fmt: skip
     """The component in words (with its release), its name, its id, and (name, version) where it is an installed
     distribution."""
-    if reading.component is not None:
-        component_id, name = reading.component.id, reading.component.name
+    toolchain = knowledge.attribute(text) if reading.component is None or reading.named else None
+    if reading.component is not None and toolchain is None:  # a component named only by its name in a failing line
+        component_id, name = reading.component.id, reading.component.name  # yields to the mechanisms' marks
         dist = _installed(environment, reading.component.packages)
     elif reading.package is not None:
         names = IMPORT_PACKAGES.get(reading.package, (reading.package, reading.package.replace("_", "-")))
         dist = _installed(environment, names)
         component_id, name = f"package:{reading.package}", f"the package {reading.package}"
-    elif (toolchain := knowledge.attribute(text)) is not None:  # the mechanisms' marks, where the vocabulary has none
+    elif toolchain is not None:  # the mechanisms' marks, where the vocabulary has none
         known = vocabulary.components.get(toolchain.id)
         component_id, name = toolchain.id, toolchain.name
         dist = _installed(environment, known.packages) if known else None

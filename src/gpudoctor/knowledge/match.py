@@ -270,7 +270,8 @@ def _unanswered(report: Report, knowledge: Knowledge, findings: Sequence[Finding
     # the one run's own next step as the fix (several runs: each has its own, in the evidence)
     values["next"] = f"Next: {first.experiment}." if len(runs) == 1 else "Run the experiment named for each run below."
     if first.said:  # the tool's own words first: what it says is wrong, or what to do
-        values["said"] = f'First what {first.component} itself says: "{first.said}". '
+        who = f"what {first.component} itself says" if first.component_id else "what the text itself says"
+        values["said"] = f'First {who}: "{first.said}". '
     evidence = tuple(f"{r.id} {r.outcome.value}: {a.line()}" for r, a in answers)
     return [
         Finding(

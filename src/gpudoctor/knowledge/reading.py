@@ -4,7 +4,8 @@ one, in which phase, and what kind of failure it is. A pure function of the text
 Who raised it, in order of evidence: a status that names the layer which returned it (the frames above are its
 caller); a tool's own error line (a build driver's frames make it that build's); the innermost frame in an installed
 distribution; an exception type; a name only one component prints; among marks of one kind, the last in the text
-(the innermost, the exception line) decides.
+(the innermost, the exception line) decides. Where none of these names one and no frame of the user's own raised it,
+the component a line that says what failed names by its own name ("ptxas failed", "Failed to build cupy").
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class Reading:
     phase: str | None = None
     kind: Kind | None = None
     values: dict[str, str] = field(default_factory=dict)
+    named: bool = False  # the component is read from its own name in a failing line only (the weakest evidence)
 
 
 def installed_package(path: str) -> str | None:
@@ -126,6 +128,15 @@ def innermost_package(text: str, vocabulary: Vocabulary) -> str | None:
     return package if component is None else None
 
 
+def _named(text: str, vocabulary: Vocabulary) -> Hit | None:
+    """The component a line that says what failed names by its own name ("ptxas failed with error code 1",
+    "modular: error: ...", "Failed to build cupy"), the last such line's; frames and the code under them are not read
+    (a path is not a name: the frames' own reading decides those)."""
+    from gpudoctor.knowledge.public import error_lines
+
+    return _last(_hits("\n".join(error_lines(text)), vocabulary, "named"))
+
+
 def _builder(text: str, vocabulary: Vocabulary, frame_component: Component | None) -> Component | None:
     """A build driver whose marks the text carries (its frames count): the build a compiler's errors belong to."""
     if frame_component is not None and frame_component.builds:
@@ -134,13 +145,16 @@ def _builder(text: str, vocabulary: Vocabulary, frame_component: Component | Non
                  if m.component.builds and m.kind != "frame" and m.pattern.search(text)), None)  # fmt: skip
 
 
-def _phase_of(text: str, vocabulary: Vocabulary, present: list[Component], answer: Component | None) -> str | None:
-    """The phase the words show (the first that matches), a compile resolved by the components present."""
+def _phase_of(text: str, vocabulary: Vocabulary, present: list[Component], answer: Component | None,
+              named: Component | None = None) -> str | None:  # fmt: skip
+    """The phase the words show (the first that matches), a compile resolved by the components present (and the one
+    named by its name alone, which gives no phase of its own: its usual phase would be a guess on a guess)."""
     word = next((w for w in vocabulary.words if w.pattern.search(text)), None)
     if word is None:  # the component's own phase; else that of another the text names (DLPack's, under CuPy's frames)
         return next((c.phase for c in (answer, *present) if c is not None and c.phase), None)
     if word.phase != COMPILE:
         return word.phase
+    present = [*present, named] if named is not None else present
     if any(c.builds for c in present):
         return "build"
     if any(c.compiles == "jit-compile" for c in present):
@@ -179,11 +193,17 @@ def read(text: str, vocabulary: Vocabulary) -> Reading:
     if code is not None and (code.mark.blames == "layer" or (component is None and package is None)):
         caller = _words(component, package)
         component, package, raised = code.mark.component, None, code
+    named = None
+    if component is None and package is None and own_frame is None:  # nothing else names it: a line that fails may
+        named = _named(text, vocabulary)
+        if named is not None:
+            component, raised = named.mark.component, named
     if component is not None and caller == component.name:
         caller = None
 
     values = {k: v for hit in (code, raised) if hit is not None for k, v in hit.found.groupdict().items() if v}
-    phase = (code.mark.phase if code is not None else None) or _phase_of(text, vocabulary, present, component)
+    answer, by_name = (None, component) if named else (component, None)
+    phase = (code.mark.phase if code is not None else None) or _phase_of(text, vocabulary, present, answer, by_name)
     meant = next((h.mark.means for h in (code, raised) if h is not None and h.mark.means), None)
     kind = vocabulary.kinds[meant] if meant else None
     if kind is None:
@@ -196,7 +216,7 @@ def read(text: str, vocabulary: Vocabulary) -> Reading:
                 break
     elif kind.pattern is not None and (found := kind.pattern.search(text)):
         values.update({k: v for k, v in found.groupdict().items() if v})
-    return Reading(component, package, own_frame, caller, phase, kind, values)
+    return Reading(component, package, own_frame, caller, phase, kind, values, named is not None)
 
 
 def shows_failure(text: str, vocabulary: Vocabulary) -> bool:

@@ -21,8 +21,9 @@ from gpudoctor.tomlcheck import parse_toml
 
 VOCABULARY = Path(__file__).with_name("vocabulary.toml")
 # In order of evidence: a status an API returned, a tool's own error line, the innermost installed frame, an exception
-# type, a name only one component prints.
-MARK_KINDS = ("code", "diagnostic", "frame", "exception", "name")
+# type, a name only one component prints, and last the component's own name in a line that says what failed (read
+# only where nothing else names one and no frame of the user's own raised it).
+MARK_KINDS = ("code", "diagnostic", "frame", "exception", "name", "named")
 COMPILE = "compile"  # a word's phase: a build or a compile at run time, as the text's components compile
 COMPILES = ("build", "jit-compile")
 # The phases gpudoctor's own answer names beside those the words show: it needs them in the file.
