@@ -11,11 +11,13 @@ import dataclasses
 import pytest
 from test_field_corpus import H100
 
+from gpudoctor.knowledge import match_findings
 from gpudoctor.knowledge.answer import UNNAMED, Answer, answer
 from gpudoctor.knowledge.load import load_knowledge
-from gpudoctor.knowledge.reading import read
+from gpudoctor.knowledge.public import load_corpus, names
+from gpudoctor.knowledge.reading import held_error, read
 from gpudoctor.knowledge.vocabulary import load_vocabulary
-from gpudoctor.model import Device, Outcome, ProbeResult
+from gpudoctor.model import Device, Outcome, ProbeResult, Report
 from gpudoctor.protocol import LOG_RUN_ID
 
 KNOWLEDGE = load_knowledge()
@@ -23,10 +25,17 @@ VOCABULARY = load_vocabulary()
 EMPTY = dataclasses.replace(H100.environment, packages={})
 
 
+def _result(text: str) -> ProbeResult:
+    return ProbeResult(id=LOG_RUN_ID, probe=LOG_RUN_ID, device=Device.NONE, outcome=Outcome.FAIL, duration_s=1.0,
+                       stderr_tail=text, command="python train.py")  # fmt: skip
+
+
 def _answer(text: str) -> Answer:
-    result = ProbeResult(id=LOG_RUN_ID, probe=LOG_RUN_ID, device=Device.NONE, outcome=Outcome.FAIL, duration_s=1.0,
-                         stderr_tail=text, command="python train.py")  # fmt: skip
-    return answer(result, text, EMPTY, KNOWLEDGE)
+    return answer(_result(text), text, EMPTY, KNOWLEDGE)
+
+
+def _report(text: str) -> Report:
+    return Report(doctor_version="0", created="", environment=EMPTY, results=(_result(text),))
 
 
 @pytest.mark.parametrize(
@@ -122,3 +131,102 @@ def test_a_tools_own_make_sure_is_its_statement() -> None:
     said = _answer("RuntimeError: Default process group has not been initialized, please make sure to call "
                    "init_process_group.\n")  # fmt: skip
     assert said.said == "please make sure to call init_process_group."
+
+
+def test_an_installed_file_a_failing_line_names_is_its_packages() -> None:
+    text = (
+        "ImportError: /opt/venv/lib/python3.10/site-packages/fancy_op/_C.cpython-310-x86_64-linux-gnu.so: cannot open\n"
+    )
+    reading = read(text, VOCABULARY)
+    assert reading.package == "fancy_op" and reading.component is None and not reading.named
+    torch_lib = (
+        "OSError: /opt/venv/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: ncclFoo\n"
+    )
+    assert (found := read(torch_lib, VOCABULARY).component) is not None and found.id == "torch"  # its frame mark's
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "error: command '/usr/local/cuda-12.4/bin/nvcc' failed with exit status 137\n",
+        "run.sh: line 7:  4242 Killed                  python train.py\n",
+    ],
+)
+def test_a_process_the_system_killed_gets_the_oom_killers_log(text: str) -> None:
+    said = _answer(text)
+    assert said.experiment.startswith("dmesg | grep -iE 'killed process|out of memory'"), said
+    assert "SIGKILL: exit status 137 is 128 + 9" in said.means
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "RuntimeError: open(/rendezvous-file): Permission denied\n",
+        "nvidia-docker | 2017/06/02 17:35:05 Error: nvml: Insufficient Permissions\n",
+        "docker: Got permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock\n",
+    ],
+)
+def test_a_refused_permission_gets_the_run_as_root_once_experiment(text: str) -> None:
+    said = _answer(text)
+    assert said.experiment.startswith("the same command once as root (sudo): passing there puts the cause"), said
+    assert "the process was refused a right it needs" in said.means
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "node1:1:1 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such file or "
+        "directory No plugin found (libnccl-net.so), using internal implementation\n",
+        "NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.\n",
+    ],
+)
+def test_ncclss_notice_of_an_absent_optional_plugin_is_not_a_missing_library(text: str) -> None:
+    findings = match_findings(_report(text))
+    assert "shared-library-not-found" not in {f.id for f in findings}  # no CUDA library to install
+    said = _answer(text)
+    assert said.component.startswith("NCCL") and "it is information, not the failure" in said.means
+    assert said.experiment.startswith("the first NCCL WARN line or error after it")
+
+
+def test_a_json_error_report_cut_after_its_message_does_not_hold_its_error() -> None:
+    cut = (
+        "ERROR:torch.distributed.elastic.multiprocessing.errors.error_handler:{\n"
+        '  "message": {\n'
+        '    "message": "RuntimeError: Address family not supported by protocol",\n'
+    )
+    assert held_error(cut) is None  # what raised it is in the part not pasted (its extraInfo's traceback)
+    assert "whole output" in _answer(cut).experiment
+
+
+def test_a_folder_that_is_not_there_is_not_a_header_that_is_not_there() -> None:
+    folder = ["cp: /opt/venv/lib/python3.7/site-packages/torch/lib/include/THC: No such file or directory"]
+    assert names(folder) == {"thc"} and names(["THC/THC.h: No such file or directory"]) == {"thc.h"}
+    assert not [r for _, r in load_corpus().nearest(folder) if "THC.h" in r.error]  # the header's threads: not this
+
+
+@pytest.mark.parametrize(
+    ("text", "callee"),
+    [
+        ("TypeError: Launcher._run_kernel() takes 3 positional arguments but 4 were given\n", "Launcher._run_kernel"),
+        ("TypeError: JITFunction.run() missing 1 required keyword-only argument: 'grid'\n", "JITFunction.run"),
+        ("TypeError: load() got an unexpected keyword argument 'extra_cuda_cflags'\n", "load"),
+    ],
+)
+def test_a_call_a_signature_does_not_take_is_a_release_question(text: str, callee: str) -> None:
+    said = _answer(text)
+    assert said.means.startswith(f"{callee}() was called with arguments it does not take"), said
+    assert said.experiment.startswith(f"which package defines {callee} and its release")
+
+
+def test_a_relative_path_that_is_not_there_is_read_from_the_working_folder() -> None:
+    said = _answer("FileNotFoundError: [Errno 2] No such file or directory: 'csrc/ops/fused_adam.cu'\n")
+    assert said.experiment.startswith("ls csrc/ops/fused_adam.cu from the folder you run the command in")
+    # an absolute path, or a bare program's name (a command not found), is not this
+    for other in ("FileNotFoundError: [Errno 2] No such file or directory: '/opt/data/x.bin'\n",
+                  "FileNotFoundError: [Errno 2] No such file or directory: 'nvcc': 'nvcc'\n"):  # fmt: skip
+        assert "from the folder you run the command in" not in _answer(other).experiment
+
+
+def test_cudas_own_words_for_error_803_are_the_driver_library_mismatch_without_its_number() -> None:
+    text = "vabackend.c: 168 init CUDA ERROR 'system has unsupported display driver / cuda driver combination'\n"
+    assert "nvml-driver-library-mismatch" in {f.id for f in match_findings(_report(text))}

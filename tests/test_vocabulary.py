@@ -52,6 +52,7 @@ CORPUS_FILES = (
     "heldout16.toml",
     "heldout17.toml",
     "heldout18.toml",
+    "heldout19.toml",
     "faults.toml",
 )
 QUOTES = {f"{name}#{r['id']}": r for name in CORPUS_FILES

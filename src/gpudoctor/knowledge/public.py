@@ -51,6 +51,8 @@ _ERROR_LINE = re.compile(
 # not "No module named 'cupy'"), numbers aside ('compute_86' and 'compute_35' are one error's two arguments).
 _NAMED = re.compile(
     r"""['"`\u2018\u201c]([^'"`\s\u2019\u201d]{2,80})['"`\u2019\u201d]|\b(lib[\w+-]+\.so|[\w+-]+\.dll)\b"""
+    # the file a path's "No such file or directory" is about, by its own name (a folder THC is not the header THC.h)
+    r"""|(?<=[/\\])([\w.+-]{2,80}):\s*No such file or directory"""
 )
 _STOP = frozenset({"the", "and", "for", "with", "from", "this", "that", "line", "file", "error", "call", "last", "most",
                    "recent", "traceback", "in", "of", "to", "is", "at", "on", "py", "self", "return"})  # fmt: skip
@@ -78,8 +80,9 @@ def names(lines: Iterable[str]) -> frozenset[str]:
     """What the error lines name (quoted, or a library's file), numbers and versions taken out."""
     found = set()
     for line in lines:
-        for quoted, library in _NAMED.findall(line):
-            name = re.sub(r"\d+", "", _VERSION.sub("", _HEX.sub("", (quoted or library).lower()))).strip(".:,;()[]")
+        for quoted, library, missing in _NAMED.findall(line):
+            name = quoted or library or missing
+            name = re.sub(r"\d+", "", _VERSION.sub("", _HEX.sub("", name.lower()))).strip(".:,;()[]")
             if len(name) >= 2:
                 found.add(name)
     return frozenset(found)

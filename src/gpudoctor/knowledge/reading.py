@@ -137,6 +137,24 @@ def _named(text: str, vocabulary: Vocabulary) -> Hit | None:
     return _last(_hits("\n".join(error_lines(text)), vocabulary, "named"))
 
 
+_PATH_IN_LINE = re.compile(r"[^\s'\"(]*[/\\](?:site|dist)-packages[/\\][^\s'\":)]+")
+
+
+def _installed_in_lines(text: str, vocabulary: Vocabulary) -> tuple[Component | None, str | None]:
+    """The installed package a line that says what failed names by its file ("ImportError: …/site-packages/pytorch3d/
+    _C.so: undefined symbol …"): the component its frame mark names, else the package's import name — the last such
+    line's."""
+    from gpudoctor.knowledge.public import error_lines
+
+    paths = [found.group(0) for line in error_lines(text) for found in _PATH_IN_LINE.finditer(line)]
+    package = next((p for path in reversed(paths) if (p := installed_package(path))), None)
+    if package is None:
+        return None, None
+    path = next(path for path in reversed(paths) if installed_package(path) == package)
+    component = next((m.component for m in vocabulary.marks if m.kind == "frame" and m.pattern.search(path)), None)
+    return component, None if component else package
+
+
 def _builder(text: str, vocabulary: Vocabulary, frame_component: Component | None) -> Component | None:
     """A build driver whose marks the text carries (its frames count): the build a compiler's errors belong to."""
     if frame_component is not None and frame_component.builds:
@@ -194,8 +212,9 @@ def read(text: str, vocabulary: Vocabulary) -> Reading:
         caller = _words(component, package)
         component, package, raised = code.mark.component, None, code
     named = None
-    if component is None and package is None and own_frame is None:  # nothing else names it: a line that fails may
-        named = _named(text, vocabulary)
+    if component is None and package is None and own_frame is None:  # nothing else names it: a line that fails may,
+        component, package = _installed_in_lines(text, vocabulary)  # by an installed file it names, or by its name
+        named = _named(text, vocabulary) if component is None and package is None else None
         if named is not None:
             component, raised = named.mark.component, named
     if component is not None and caller == component.name:
@@ -234,7 +253,8 @@ def shows_failure(text: str, vocabulary: Vocabulary) -> bool:
 # ends in a traceback's header, IPython's `----> 12 f(x)`, a chained exception's separator, or an ellipsis.
 _CUT_AT = re.compile(
     r"^\s*-*> ?\d+ |During handling of the above exception|The above exception was the direct cause|"
-    r"(?:\.\.\.|\u2026)$|Traceback \(most recent call"
+    r"(?:\.\.\.|\u2026)$|Traceback \(most recent call|"
+    r"[,{\[(\\]\s*$"  # a line that goes on: a structure left open (a JSON error report cut after its message)
 )
 # An exception line with no message (a bare `KeyError:`): what it was missing comes after it, or in the frames above
 _BARE_EXCEPTION = re.compile(r"^\s*[\w.]*(?:Error|Exception)\s*:?\s*$")
