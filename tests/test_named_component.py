@@ -230,3 +230,18 @@ def test_a_relative_path_that_is_not_there_is_read_from_the_working_folder() -> 
 def test_cudas_own_words_for_error_803_are_the_driver_library_mismatch_without_its_number() -> None:
     text = "vabackend.c: 168 init CUDA ERROR 'system has unsupported display driver / cuda driver combination'\n"
     assert "nvml-driver-library-mismatch" in {f.id for f in match_findings(_report(text))}
+
+
+def test_a_stale_file_handle_puts_the_cache_on_a_network_file_system() -> None:
+    said = _answer("OSError: [Errno 116] Stale file handle: '/home/u/.triton/cache/8f3a/cuda_utils.so'\n")
+    assert said.experiment.startswith("df -T on the folder the line names (nfs, lustre, gpfs: a network file system)")
+    assert "TRITON_CACHE_DIR=/tmp/triton_cache" in said.experiment
+
+
+def test_an_apparmor_denial_is_a_refused_permission_and_a_tools_check_your_is_its_statement() -> None:
+    denial = (
+        'audit: type=1400 apparmor="DENIED" operation="open" profile="/usr/sbin/x" name="/dev/nvidiactl" comm="x"\n'
+    )
+    assert _answer(denial).experiment.startswith("the same command once as root (sudo)")
+    said = _answer("  -> Cannot link libraries: ['cublas']\n  -> Check your LDFLAGS environment variable.\n").said
+    assert said == "Check your LDFLAGS environment variable."
