@@ -53,6 +53,7 @@ CORPUS_FILES = (
     "heldout17.toml",
     "heldout18.toml",
     "heldout19.toml",
+    "heldout20.toml",
     "faults.toml",
 )
 QUOTES = {f"{name}#{r['id']}": r for name in CORPUS_FILES

@@ -22,7 +22,9 @@ ERROR_LINE = re.compile(
     # the kernel's own report of a crash in a module (an oops), and a compiler's "identifier ... is undefined"
     r"---\[ end trace [0-9a-f]+ \]---|\bRIP: [0-9a-f]{4}:\S+\+0x|\bBUG: unable to handle|\bOops: |\bis undefined\b|"
     # Windows' access violation, as a process's exit code says it (the signal a crash is there)
-    r"0xC0000005|-1073741819|ACCESS_VIOLATION|"
+    r"0xC0000005|-1073741819|ACCESS_VIOLATION|(?i:\baccess violation\b)|"
+    # a package manager's own exception name (conda's ResolvePackageNotFound), a library's "install X to use Y"
+    r"\b[A-Z]\w*NotFound\b|\b[Ii]nstall [\w.-]+ to (?:use|enable|run)\b|"
     # a failure said in prose, without "error" (a title, a sentence quoting it): never "no failure"
     r"(?i:\bcannot (?:find|open|load|locate|import)\b|\bcan't (?:find|open|load)\b|"
     r"\bunable to (?:find|locate|load|open)\b|\bnot found\b|\bhas no attribute\b|\bno available kernel\b|\bOOM\b|"

@@ -253,7 +253,7 @@ def shows_failure(text: str, vocabulary: Vocabulary) -> bool:
 # ends in a traceback's header, IPython's `----> 12 f(x)`, a chained exception's separator, or an ellipsis.
 _CUT_AT = re.compile(
     r"^\s*-*> ?\d+ |During handling of the above exception|The above exception was the direct cause|"
-    r"(?:\.\.\.|\u2026)$|Traceback \(most recent call|"
+    r"(?:\.\.\.|\u2026)$|Traceback \(most recent call|\*\*\* Check failure stack trace: \*\*\*|"
     r"[,{\[(\\]\s*$"  # a line that goes on: a structure left open (a JSON error report cut after its message)
 )
 # An exception line with no message (a bare `KeyError:`): what it was missing comes after it, or in the frames above
