@@ -50,7 +50,17 @@ def leave_one_out(corpus: Corpus, sample: int) -> None:
         print(f"  nearest {other.source} (score {score}, cause words {same:.2f}): {other.cause[:200]}")
 
 
-FRESH_SETS = ("heldout12", "heldout13", "heldout14", "heldout15", "heldout16", "heldout17", "heldout18", "heldout19")
+FRESH_SETS = (
+    "heldout12",
+    "heldout13",
+    "heldout14",
+    "heldout15",
+    "heldout16",
+    "heldout17",
+    "heldout18",
+    "heldout19",
+    "heldout20",
+)
 
 
 def fresh_sets(corpus: Corpus) -> None:
