@@ -117,8 +117,13 @@ def _innermost_frame(text: str, vocabulary: Vocabulary) -> tuple[Component | Non
     package = installed_package(path)
     if not _INSTALLED.search(path)["package"]:  # type: ignore[index]  # a Cython source: where it is installed
         path = "/site-packages/" + path.replace("\\", "/")
-    component = next((m.component for m in vocabulary.marks if m.kind == "frame" and m.pattern.search(path)), None)
+    component = _frame_component(path, vocabulary)
     return component, None if component else package, own_frame
+
+
+def _frame_component(path: str, vocabulary: Vocabulary) -> Component | None:
+    """The component the first frame mark a path matches names (torch's own files: PyTorch)."""
+    return next((m.component for m in vocabulary.marks if m.kind == "frame" and m.pattern.search(path)), None)
 
 
 def innermost_package(text: str, vocabulary: Vocabulary) -> str | None:
@@ -128,31 +133,26 @@ def innermost_package(text: str, vocabulary: Vocabulary) -> str | None:
     return package if component is None else None
 
 
-def _named(text: str, vocabulary: Vocabulary) -> Hit | None:
-    """The component a line that says what failed names by its own name ("ptxas failed with error code 1",
-    "modular: error: ...", "Failed to build cupy"), the last such line's; frames and the code under them are not read
-    (a path is not a name: the frames' own reading decides those)."""
-    from gpudoctor.knowledge.public import error_lines
-
-    return _last(_hits("\n".join(error_lines(text)), vocabulary, "named"))
+def _named(lines: list[str], vocabulary: Vocabulary) -> Hit | None:
+    """The component a line that says what failed (``public.error_lines``) names by its own name ("ptxas failed with
+    error code 1", "modular: error: ...", "Failed to build cupy"), the last such line's; frames and the code under them
+    are not among those lines (a path is not a name: the frames' own reading decides those)."""
+    return _last(_hits("\n".join(lines), vocabulary, "named"))
 
 
 _PATH_IN_LINE = re.compile(r"[^\s'\"(]*[/\\](?:site|dist)-packages[/\\][^\s'\":)]+")
 
 
-def _installed_in_lines(text: str, vocabulary: Vocabulary) -> tuple[Component | None, str | None]:
+def _installed_in_lines(lines: list[str], vocabulary: Vocabulary) -> tuple[Component | None, str | None]:
     """The installed package a line that says what failed names by its file ("ImportError: …/site-packages/pytorch3d/
     _C.so: undefined symbol …"): the component its frame mark names, else the package's import name — the last such
     line's."""
-    from gpudoctor.knowledge.public import error_lines
-
-    paths = [found.group(0) for line in error_lines(text) for found in _PATH_IN_LINE.finditer(line)]
-    package = next((p for path in reversed(paths) if (p := installed_package(path))), None)
-    if package is None:
-        return None, None
-    path = next(path for path in reversed(paths) if installed_package(path) == package)
-    component = next((m.component for m in vocabulary.marks if m.kind == "frame" and m.pattern.search(path)), None)
-    return component, None if component else package
+    paths = [found.group(0) for line in lines for found in _PATH_IN_LINE.finditer(line)]
+    for path in reversed(paths):
+        if (package := installed_package(path)) is not None:
+            component = _frame_component(path, vocabulary)
+            return component, None if component else package
+    return None, None
 
 
 def _builder(text: str, vocabulary: Vocabulary, frame_component: Component | None) -> Component | None:
@@ -213,8 +213,11 @@ def read(text: str, vocabulary: Vocabulary) -> Reading:
         component, package, raised = code.mark.component, None, code
     named = None
     if component is None and package is None and own_frame is None:  # nothing else names it: a line that fails may,
-        component, package = _installed_in_lines(text, vocabulary)  # by an installed file it names, or by its name
-        named = _named(text, vocabulary) if component is None and package is None else None
+        from gpudoctor.knowledge.public import error_lines
+
+        lines = error_lines(text)
+        component, package = _installed_in_lines(lines, vocabulary)  # by an installed file it names, or by its name
+        named = _named(lines, vocabulary) if component is None and package is None else None
         if named is not None:
             component, raised = named.mark.component, named
     if component is not None and caller == component.name:
