@@ -94,7 +94,10 @@ def _component(reading: Reading, text: str, environment: Environment, knowledge:
                vocabulary: Vocabulary) -> tuple[str, str, str | None, tuple[str, str] | None]:  # fmt: skip
     """The component in words (with its release), its name, its id, and (name, version) where it is an installed
     distribution."""
-    toolchain = knowledge.attribute(text) if reading.component is None or reading.named else None
+    # the mechanisms' marks: read only where they could decide (no component, or one read from its name alone)
+    toolchain = (
+        knowledge.attribute(text) if reading.package is None and (reading.component is None or reading.named) else None
+    )
     if reading.component is not None and toolchain is None:  # a component named only by its name in a failing line
         component_id, name = reading.component.id, reading.component.name  # yields to the mechanisms' marks
         dist = _installed(environment, reading.component.packages)
